@@ -1,0 +1,173 @@
+"""The named data the core hands between stages: what a round sees and what it decides.
+
+All frozen; "no change" is a :class:`Plan` with action ``none`` and a reason, never ``None``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from scheduler.core.slo import SLO
+
+
+class JobStatus(StrEnum):
+    ADMITTED = "admitted"
+    QUEUED = "queued"
+    REMOVED = "removed"
+
+
+class ActionKind(StrEnum):
+    RECONFIGURE = "reconfigure"
+    REDUCE = "reduce"
+    REVERT = "revert"
+    ADMIT = "admit"
+    NONE = "none"
+
+
+class ClusterState(StrEnum):
+    CONVERGED = "converged"
+    NOT_CONVERGED = "not_converged"
+
+
+@dataclass(frozen=True)
+class JobMetrics:
+    """A job's performance over the sliding window, as computed from its reports.
+
+    ``None`` means the reports did not carry what the value needs.
+    """
+
+    utility: float
+    juice: float | None = None
+    juice_raw: float | None = None
+    latency_ms: float | None = None
+    capacity: float | None = None
+    input_rate: float | None = None
+    """Rows per second arriving at the sources."""
+    processed_rate: float | None = None
+    """Rows per second of batches that finished in the window."""
+    backlog_rows: float | None = None
+    max_parallelism: int | None = None
+    busy_core_s: float | None = None
+    """Core-seconds the executors spent running tasks in the window."""
+    mean_batch_s: float | None = None
+    """Mean micro-batch duration."""
+    trigger_interval_s: float | None = None
+    """Mean time between micro-batch starts (the effective trigger interval)."""
+    behind_fraction: float | None = None
+    """Fraction of the window's sub-windows in which the job fell behind (juice < 1)."""
+    executors_reported: int | None = None
+    windows: int = 0
+    """How many report windows the values are built from."""
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One registered job as a round sees it."""
+
+    job_id: str
+    name: str
+    tenant: str
+    priority: float
+    slo: SLO
+    status: JobStatus
+    executors: int
+    """The allocation currently in force (the job's target)."""
+    min_executors: int
+    max_executors: int
+    cores_per_executor: int
+    memory_mb: int
+    registered_at: datetime
+    last_report_at: datetime | None = None
+    metrics: JobMetrics | None = None
+    restart_on_resize: bool = False
+    """True when applying a new size restarts the application (spark-operator)."""
+
+    @property
+    def utility(self) -> float:
+        return self.metrics.utility if self.metrics is not None else 0.0
+
+    def useful_executors(self) -> int:
+        """Executors beyond this cannot run more tasks (DESIGN §2 "useful parallelism")."""
+        if self.metrics is None or not self.metrics.max_parallelism:
+            return self.max_executors
+        return max(1, math.ceil(self.metrics.max_parallelism / self.cores_per_executor))
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    cores: float
+    """Allocatable cores."""
+    memory_mb: float
+    cores_requested: float = 0.0
+    """Cores held by pods or executors placed on the node."""
+    memory_requested_mb: float = 0.0
+    cpu_used: float | None = None
+    """Measured CPU use in cores, when a metrics source exists."""
+    ready: bool = True
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    nodes: tuple[NodeView, ...]
+
+    @property
+    def total_cores(self) -> float:
+        return sum(n.cores for n in self.nodes if n.ready)
+
+    @property
+    def free_cores(self) -> float:
+        return sum(max(0.0, n.cores - n.cores_requested) for n in self.nodes if n.ready)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one round decides from. Built by the loop; ``decide`` never does I/O."""
+
+    round_number: int
+    jobs: tuple[JobView, ...]
+    cluster: ClusterView
+    taken_at: datetime
+
+
+@dataclass(frozen=True)
+class Change:
+    """One job's new allocation."""
+
+    job_id: str
+    from_executors: int
+    to_executors: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A status change for a newly registered job (admitted, or still queued with a reason)."""
+
+    job_id: str
+    status: JobStatus
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a round decided: one action (or ``none``), with its reason and the changes."""
+
+    action: ActionKind
+    reason: str
+    state: ClusterState
+    job_id: str | None = None
+    changes: tuple[Change, ...] = ()
+    admissions: tuple[Admission, ...] = ()
+    total_utility: float = 0.0
+    max_utility: float = 0.0
+    frozen_jobs: tuple[str, ...] = field(default=())
+    """Jobs whose reports are stale; not touched this round."""
+
+    @staticmethod
+    def no_change(reason: str, state: ClusterState, total: float = 0.0,
+                  maximum: float = 0.0) -> Plan:
+        return Plan(ActionKind.NONE, reason, state, total_utility=total, max_utility=maximum)

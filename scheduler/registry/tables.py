@@ -1,0 +1,165 @@
+"""The registry's schema. Changed only through Alembic revisions in ``migrations/``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from scheduler.registry.types import JSONDoc, UTCDateTime
+
+# Stable constraint names so that migrations and autogenerate agree on every backend.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only gets an auto-incrementing key from INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (
+        # A name is taken only while the job is registered; a removed job frees it.
+        Index(
+            "uq_jobs_tenant_name_active",
+            "tenant_id",
+            "name",
+            unique=True,
+            postgresql_where=text("status <> 'removed'"),
+            sqlite_where=text("status <> 'removed'"),
+        ),
+        Index("ix_jobs_status", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    priority: Mapped[float] = mapped_column(Float)
+    slo: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
+    executors_initial: Mapped[int] = mapped_column(Integer)
+    executors_min: Mapped[int] = mapped_column(Integer)
+    executors_max: Mapped[int] = mapped_column(Integer)
+    executor_cores: Mapped[int] = mapped_column(Integer)
+    executor_memory_mb: Mapped[int] = mapped_column(Integer)
+    actuator: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16))
+    status_reason: Mapped[str] = mapped_column(Text, default="")
+    agent_token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    target_executors: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    removed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class MetricWindow(Base):
+    """One accepted agent report, with the values derived from it at ingestion."""
+
+    __tablename__ = "metric_windows"
+    __table_args__ = (
+        UniqueConstraint("job_id", "window_start", "window_end"),
+        Index("ix_metric_windows_job_end", "job_id", "window_end"),
+        Index("ix_metric_windows_window_end", "window_end"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime)
+    window_end: Mapped[datetime] = mapped_column(UTCDateTime)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    executors: Mapped[int] = mapped_column(Integer)
+    report: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
+    # Derived at ingestion (null when the report lacks what the value needs).
+    utility: Mapped[float | None] = mapped_column(Float, nullable=True)
+    juice: Mapped[float | None] = mapped_column(Float, nullable=True)
+    juice_raw: Mapped[float | None] = mapped_column(Float, nullable=True)
+    latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    capacity: Mapped[float | None] = mapped_column(Float, nullable=True)
+    input_rate: Mapped[float | None] = mapped_column(Float, nullable=True)
+    processed_rate: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class Round(Base):
+    __tablename__ = "rounds"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    number: Mapped[int] = mapped_column(BigInteger, unique=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    finished_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    policy: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16))
+    action: Mapped[str] = mapped_column(String(16))
+    job_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    reason: Mapped[str] = mapped_column(Text)
+    total_utility: Mapped[float] = mapped_column(Float)
+    max_utility: Mapped[float] = mapped_column(Float)
+
+
+class Action(Base):
+    """One allocation change a round applied (a revert changes several jobs)."""
+
+    __tablename__ = "actions"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    from_executors: Mapped[int] = mapped_column(Integer)
+    to_executors: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text)
+
+
+class Allocation(Base):
+    """Every job's executors and utility as a round saw them."""
+
+    __tablename__ = "allocations"
+
+    round_id: Mapped[int] = mapped_column(
+        ForeignKey("rounds.id", ondelete="CASCADE"), primary_key=True
+    )
+    job_id: Mapped[str] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    executors: Mapped[int] = mapped_column(Integer)
+    utility: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class SchedulerState(Base):
+    """The state machine's memory (history, blacklist, reduction marks): one row."""
+
+    __tablename__ = "scheduler_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    state: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
+    last_round: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
