@@ -1,0 +1,1 @@
+"""Built-in policies. Each module registers itself with :func:`scheduler.core.policy.register_policy`."""

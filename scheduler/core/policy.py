@@ -1,0 +1,93 @@
+"""The policy plug-in point: a small protocol and a registry by name.
+
+A policy turns a :class:`~scheduler.core.model.Snapshot` and its own state into a
+:class:`~scheduler.core.model.Plan` and its next state. Its state must round-trip through JSON
+(``dump_state`` / ``load_state``) because the loop stores it after every round and a restart
+resumes from it. Settings are a frozen dataclass per policy with the paper's defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from scheduler.core.model import Plan, Snapshot
+
+JSONDict = dict[str, Any]
+StateT = TypeVar("StateT")
+
+
+class Policy(Protocol[StateT]):
+    """What every scheduling policy provides."""
+
+    name: str
+
+    def initial_state(self) -> StateT: ...
+
+    def decide(self, snapshot: Snapshot, state: StateT, now: datetime) -> tuple[Plan, StateT]:
+        """Pure: the same snapshot, state and time always give the same plan."""
+        ...
+
+    def dump_state(self, state: StateT) -> JSONDict: ...
+
+    def load_state(self, data: JSONDict) -> StateT: ...
+
+
+class UnknownPolicyError(KeyError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"unknown policy {self.name!r}; known: {', '.join(available_policies())}"
+
+
+class PolicySettingsError(ValueError):
+    pass
+
+
+Factory = Callable[[Mapping[str, Any]], "Policy[Any]"]
+_REGISTRY: dict[str, Factory] = {}
+
+
+def register_policy(name: str, factory: Factory) -> None:
+    """Make a policy available by ``name``; ``factory`` gets the settings overrides."""
+    _REGISTRY[name] = factory
+
+
+def available_policies() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def get_policy(name: str, params: Mapping[str, Any] | None = None) -> Policy[Any]:
+    """Build the policy called ``name`` with ``params`` overriding its settings' defaults."""
+    _load_builtins()
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise UnknownPolicyError(name) from None
+    return factory(params or {})
+
+
+SettingsT = TypeVar("SettingsT")
+
+
+def build_settings(cls: type[SettingsT], params: Mapping[str, Any]) -> SettingsT:
+    """A settings dataclass from overrides, rejecting unknown names with a clear message."""
+    assert dataclasses.is_dataclass(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise PolicySettingsError(
+            f"unknown setting(s) {', '.join(unknown)} for {cls.__name__}; known: {', '.join(sorted(known))}"
+        )
+    return cls(**params)
+
+
+def _load_builtins() -> None:
+    # Importing the package registers the built-in policies; done lazily so that importing
+    # this module has no side effects.
+    import scheduler.core.policies  # noqa: F401
