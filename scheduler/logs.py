@@ -7,8 +7,12 @@ import sys
 
 import structlog
 
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
-           "error": logging.ERROR}
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 
 
 def configure_logging(level: str = "info", fmt: str = "auto") -> None:
@@ -30,7 +34,11 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
     )
     # Libraries (uvicorn, apscheduler, alembic) log through the standard library: keep them
     # on the same stream and level, and quiet the per-request access log (we log requests ourselves).
-    logging.basicConfig(level=_LEVELS[level], stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s",
-                        force=True)
+    logging.basicConfig(
+        level=_LEVELS[level],
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     logging.getLogger("apscheduler").setLevel(max(_LEVELS[level], logging.WARNING))

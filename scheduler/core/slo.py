@@ -8,9 +8,10 @@ objective's threshold is met, and is defined by a named shape.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class SLOError(ValueError):
@@ -205,3 +206,32 @@ def utility(slo: SLO, priority: float, juice: float | None, latency_ms: float | 
 def meets_slo(utility_value: float, priority: float) -> bool:
     """A job meets its SLO when its utility equals its priority (within float noise)."""
     return utility_value >= priority * (1 - 1e-9)
+
+
+def slo_from_mapping(data: Mapping[str, Any]) -> SLO:
+    """Build an SLO from its stored/API form (``{"juice":…, "latency_ms":…, "utility":{…}}``)."""
+    shape_data: Mapping[str, Any] = data.get("utility") or {}
+    shape = UtilityShape(
+        kind=Shape(shape_data.get("shape", "knee")),
+        juice_zero_at=float(shape_data.get("juice_zero_at", 0.0)),
+        latency_zero_at_ms=_opt_float(shape_data.get("latency_zero_at_ms")),
+        step_low=float(shape_data.get("step_low", 0.0)),
+        juice_points=_points(shape_data.get("juice_points")),
+        latency_points=_points(shape_data.get("latency_points")),
+    )
+    return SLO(
+        juice=_opt_float(data.get("juice")),
+        latency_ms=_opt_float(data.get("latency_ms")),
+        latency_stat=LatencyStat(data.get("latency_stat", "mean")),
+        shape=shape,
+    )
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _points(value: Any) -> tuple[Point, ...]:
+    if not value:
+        return ()
+    return tuple((float(x), float(y)) for x, y in value)

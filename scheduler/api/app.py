@@ -1,0 +1,135 @@
+"""The FastAPI application: routes, error handling, body limits and request logging."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request, Response, status
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy import Engine
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from scheduler.api.routes import health, jobs, reports, rounds, tenants
+from scheduler.cluster.port import ClusterSource
+from scheduler.config import Settings
+from scheduler.metrics import ServiceMetrics
+from scheduler.registry.engine import make_session_factory
+
+log = structlog.get_logger("henge.api")
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def create_app(
+    settings: Settings,
+    engine: Engine,
+    cluster_source: ClusterSource,
+    *,
+    clock: Clock = utc_now,
+    metrics: ServiceMetrics | None = None,
+) -> FastAPI:
+    app = FastAPI(
+        title="Henge for Spark",
+        version="0.1.0",
+        description="SLO-driven scheduler for Spark Structured Streaming jobs.",
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.session_factory = make_session_factory(engine)
+    app.state.cluster_source = cluster_source
+    app.state.clock = clock
+    app.state.metrics = metrics or ServiceMetrics()
+    for module in (health, tenants, jobs, reports, rounds):
+        app.include_router(module.router)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.middleware("http")(_log_requests)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_report_bytes)
+    return app
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    errors = jsonable_encoder(exc.errors(), exclude={"input", "ctx", "url"})
+    if request.url.path.endswith("/reports"):
+        request.app.state.metrics.report_rejected("invalid")
+    log.info(
+        "request.invalid",
+        path=request.url.path,
+        fields=[".".join(str(p) for p in e.get("loc", ())) for e in errors],
+    )
+    return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+async def _log_requests(
+    request: Request, call_next: Callable[[Request], Awaitable[Response]]
+) -> Response:
+    started = time.perf_counter()
+    response = await call_next(request)
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
+    # Never log headers or query strings: they may carry tokens.
+    fields: dict[str, Any] = {
+        "method": request.method,
+        "path": request.url.path,
+        "status": response.status_code,
+        "ms": elapsed_ms,
+    }
+    if response.status_code >= 500:
+        log.error("request.failed", **fields)
+    elif response.status_code >= 400:
+        log.info("request.refused", **fields)
+    else:
+        log.debug("request", **fields)
+    return response
+
+
+class BodyLimit:
+    """Refuses request bodies over ``max_bytes`` with 413, by header or while streaming."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._too_large(scope, receive, send)
+            return
+        seen = 0
+
+        async def counting_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counting_receive, send)
+        except _TooLarge:
+            await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse(
+            {"detail": f"request body larger than {self.max_bytes} bytes"},
+            status_code=status.HTTP_413_CONTENT_TOO_LARGE,
+        )
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass

@@ -1,0 +1,104 @@
+"""Bearer tokens: admin (from settings), tenant (one per tenant), agent (one per job).
+
+Tokens are random, shown once, and stored only as SHA-256 digests (they carry 256 bits of
+randomness, so a fast hash is enough). Lookups go by digest; the admin token is compared with
+``hmac.compare_digest``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from enum import StrEnum
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from scheduler.api.deps import get_session
+from scheduler.registry.tables import Job, Tenant
+
+TENANT_PREFIX = "hgt_"
+AGENT_PREFIX = "hga_"
+
+
+class Role(StrEnum):
+    ADMIN = "admin"
+    TENANT = "tenant"
+    AGENT = "agent"
+
+
+@dataclass(frozen=True)
+class Principal:
+    role: Role
+    tenant_id: str | None = None
+    job_id: str | None = None
+
+
+def new_token(prefix: str) -> str:
+    return prefix + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+def _unauthorized(message: str) -> HTTPException:
+    return HTTPException(
+        status.HTTP_401_UNAUTHORIZED, message, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+def principal(
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
+    session: Session = Depends(get_session),
+) -> Principal:
+    """Who is calling, from the bearer token; 401 when there is none or it is unknown."""
+    if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
+        raise _unauthorized("missing bearer token")
+    token = credentials.credentials
+    admin = request.app.state.settings.admin_token
+    if admin is not None and hmac.compare_digest(token.encode(), admin.get_secret_value().encode()):
+        return Principal(Role.ADMIN)
+    digest = hash_token(token)
+    if token.startswith(TENANT_PREFIX):
+        tenant_id = session.scalar(select(Tenant.id).where(Tenant.token_hash == digest))
+        if tenant_id is not None:
+            return Principal(Role.TENANT, tenant_id=tenant_id)
+    elif token.startswith(AGENT_PREFIX):
+        job_id = session.scalar(select(Job.id).where(Job.agent_token_hash == digest))
+        if job_id is not None:
+            return Principal(Role.AGENT, job_id=job_id)
+    raise _unauthorized("unknown token")
+
+
+def require_admin(who: Principal = Depends(principal)) -> Principal:
+    if who.role is not Role.ADMIN:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "admin token required")
+    return who
+
+
+def require_tenant(who: Principal = Depends(principal)) -> Principal:
+    if who.role is not Role.TENANT:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "tenant token required")
+    return who
+
+
+def require_reader(who: Principal = Depends(principal)) -> Principal:
+    """Tenants (their own jobs) and the admin (all jobs); agents only post reports."""
+    if who.role is Role.AGENT:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "agent tokens can only post reports")
+    return who
+
+
+def require_agent(who: Principal = Depends(principal)) -> Principal:
+    if who.role is not Role.AGENT:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "agent token required")
+    return who

@@ -1,0 +1,35 @@
+"""Turning refusals into HTTP answers in FastAPI's own error format."""
+
+from __future__ import annotations
+
+from fastapi import HTTPException, status
+
+from scheduler.core.slo import SLOError
+from scheduler.registry.repository import (
+    ConflictError,
+    NotFoundError,
+    OutOfOrderError,
+    RegistryError,
+)
+
+
+def field_error(code: int, loc: list[str], message: str) -> HTTPException:
+    """An error naming the field, shaped like FastAPI's validation errors."""
+    return HTTPException(code, [{"loc": ["body", *loc], "msg": message, "type": "value_error"}])
+
+
+def from_slo_error(error: SLOError, prefix: tuple[str, ...] = ()) -> HTTPException:
+    return field_error(
+        status.HTTP_422_UNPROCESSABLE_CONTENT, [*prefix, *error.field.split(".")], error.message
+    )
+
+
+def from_registry_error(error: RegistryError) -> HTTPException:
+    code = {
+        NotFoundError: status.HTTP_404_NOT_FOUND,
+        ConflictError: status.HTTP_409_CONFLICT,
+        OutOfOrderError: status.HTTP_409_CONFLICT,
+    }.get(type(error), status.HTTP_400_BAD_REQUEST)
+    if error.field is None:
+        return HTTPException(code, error.message)
+    return field_error(code, error.field.split("."), error.message)

@@ -1,0 +1,194 @@
+"""/v1/jobs: tenants register, read, change and remove their jobs; the admin sees all."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response, status
+from sqlalchemy.orm import Session
+
+from scheduler.api import auth
+from scheduler.api.deps import get_session
+from scheduler.api.errors import from_registry_error, from_slo_error
+from scheduler.api.schemas import (
+    ExecutorsIn,
+    ExecutorsOut,
+    HistoryPoint,
+    JobCreate,
+    JobCreated,
+    JobHistory,
+    JobOut,
+    JobPatch,
+    SLOIn,
+)
+from scheduler.api.timeparams import as_utc
+from scheduler.core.slo import SLOError, slo_from_mapping, validate_slo
+from scheduler.registry import repository as repo
+from scheduler.registry.tables import Job, MetricWindow
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+QUEUED_REASON = "waiting for admission by the next scheduling round"
+
+
+def slo_document(slo: SLOIn) -> dict[str, Any]:
+    """The stored form of an SLO, checked by the core (monotone shapes, reachable threshold)."""
+    document = slo.model_dump(mode="json", exclude_none=True)
+    try:
+        validate_slo(slo_from_mapping(document))
+    except SLOError as exc:
+        raise from_slo_error(exc) from exc
+    return document
+
+
+def job_out(job: Job, window: MetricWindow | None) -> JobOut:
+    return JobOut(
+        id=job.id,
+        tenant_id=job.tenant_id,
+        name=job.name,
+        priority=job.priority,
+        slo=job.slo,
+        executors=ExecutorsOut(
+            initial=job.executors_initial,
+            min=job.executors_min,
+            max=job.executors_max,
+            cores=job.executor_cores,
+            memory_mb=job.executor_memory_mb,
+            target=job.target_executors,
+        ),
+        actuator=job.actuator,
+        status=job.status,
+        status_reason=job.status_reason,
+        utility=window.utility if window else None,
+        juice=window.juice if window else None,
+        latency_ms=window.latency_ms if window else None,
+        capacity=window.capacity if window else None,
+        last_report_at=window.received_at if window else None,
+        created_at=job.created_at,
+        updated_at=job.updated_at,
+    )
+
+
+def _apply_executors(job: Job, executors: ExecutorsIn) -> None:
+    job.executors_initial = executors.initial
+    job.executors_min = executors.min
+    job.executors_max = executors.max
+    job.executor_cores = executors.cores
+    job.executor_memory_mb = executors.memory_mb
+    if job.status == "admitted":
+        job.target_executors = min(max(job.target_executors, executors.min), executors.max)
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=JobCreated)
+def register_job(
+    body: JobCreate,
+    request: Request,
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_tenant),
+) -> JobCreated:
+    now: datetime = request.app.state.clock()
+    token = auth.new_token(auth.AGENT_PREFIX)
+    job = Job(
+        id=repo.new_id(),
+        tenant_id=who.tenant_id,
+        name=body.name,
+        priority=body.priority,
+        slo=slo_document(body.slo),
+        actuator=body.actuator,
+        status="queued",
+        status_reason=QUEUED_REASON,
+        agent_token_hash=auth.hash_token(token),
+        # A queued job's agent is told to hold no executors until admission.
+        target_executors=0,
+        created_at=now,
+        updated_at=now,
+    )
+    _apply_executors(job, body.executors)
+    try:
+        repo.add_job(session, job)
+    except repo.RegistryError as exc:
+        raise from_registry_error(exc) from exc
+    session.commit()
+    return JobCreated(**job_out(job, None).model_dump(), agent_token=token)
+
+
+@router.get("", response_model=list[JobOut])
+def list_jobs(
+    session: Session = Depends(get_session), who: auth.Principal = Depends(auth.require_reader)
+) -> list[JobOut]:
+    jobs = repo.list_jobs(session, who.tenant_id)
+    windows = repo.latest_windows(session, [j.id for j in jobs])
+    return [job_out(job, windows.get(job.id)) for job in jobs]
+
+
+def _visible(session: Session, job_id: str, who: auth.Principal) -> Job:
+    try:
+        return repo.visible_job(session, job_id, who.tenant_id)
+    except repo.RegistryError as exc:
+        raise from_registry_error(exc) from exc
+
+
+@router.get("/{job_id}", response_model=JobOut)
+def show_job(
+    job_id: str,
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_reader),
+) -> JobOut:
+    job = _visible(session, job_id, who)
+    return job_out(job, repo.latest_windows(session, [job.id]).get(job.id))
+
+
+@router.patch("/{job_id}", response_model=JobOut)
+def change_job(
+    job_id: str,
+    body: JobPatch,
+    request: Request,
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_reader),
+) -> JobOut:
+    job = _visible(session, job_id, who)
+    if body.priority is not None:
+        job.priority = body.priority
+    if body.slo is not None:
+        job.slo = slo_document(body.slo)
+    if body.executors is not None:
+        _apply_executors(job, body.executors)
+    if body.actuator is not None:
+        job.actuator = body.actuator
+    job.updated_at = request.app.state.clock()
+    session.commit()
+    return job_out(job, repo.latest_windows(session, [job.id]).get(job.id))
+
+
+@router.delete("/{job_id}", status_code=status.HTTP_204_NO_CONTENT)
+def remove_job(
+    job_id: str,
+    request: Request,
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_reader),
+) -> Response:
+    job = _visible(session, job_id, who)
+    now = request.app.state.clock()
+    job.status, job.status_reason = "removed", "deregistered"
+    job.target_executors = 0
+    job.removed_at = job.updated_at = now
+    session.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/{job_id}/history", response_model=JobHistory)
+def job_history(
+    job_id: str,
+    since: datetime | None = Query(None, description="Windows ending after this time."),
+    until: datetime | None = Query(None, description="Windows ending at or before this time."),
+    limit: int = Query(1000, ge=1, le=10_000, description="At most this many (the newest)."),
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_reader),
+) -> JobHistory:
+    job = _visible(session, job_id, who)
+    rows = repo.history(session, job.id, as_utc(since), as_utc(until), limit)
+    return JobHistory(
+        job_id=job.id,
+        points=[HistoryPoint.model_validate(row, from_attributes=True) for row in rows],
+    )

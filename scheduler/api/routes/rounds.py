@@ -1,0 +1,70 @@
+"""/v1/rounds and /v1/cluster: what the scheduler decided, and the cluster now (admin)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy.orm import Session
+
+from scheduler.api import auth
+from scheduler.api.deps import get_session
+from scheduler.api.schemas import ActionOut, ClusterOut, RoundOut
+from scheduler.api.timeparams import as_utc
+from scheduler.cluster.port import Holding
+from scheduler.registry import repository as repo
+
+router = APIRouter(prefix="/v1", tags=["scheduler"])
+
+
+@router.get("/rounds", response_model=list[RoundOut])
+def list_rounds(
+    since: datetime | None = Query(None, description="Rounds started at or after this time."),
+    until: datetime | None = Query(None, description="Rounds started at or before this time."),
+    limit: int = Query(100, ge=1, le=10_000, description="At most this many, newest first."),
+    session: Session = Depends(get_session),
+    _: auth.Principal = Depends(auth.require_admin),
+) -> list[RoundOut]:
+    return [
+        RoundOut(
+            number=r.number,
+            started_at=r.started_at,
+            finished_at=r.finished_at,
+            policy=r.policy,
+            state=r.state,
+            action=r.action,
+            job_id=r.job_id,
+            reason=r.reason,
+            total_utility=r.total_utility,
+            max_utility=r.max_utility,
+            actions=[ActionOut.model_validate(a, from_attributes=True) for a in actions],
+        )
+        for r, actions in repo.list_rounds(session, as_utc(since), as_utc(until), limit)
+    ]
+
+
+@router.get("/cluster", response_model=ClusterOut)
+def cluster(
+    request: Request,
+    session: Session = Depends(get_session),
+    _: auth.Principal = Depends(auth.require_admin),
+) -> ClusterOut:
+    jobs = repo.active_jobs(session)
+    source = request.app.state.cluster_source
+    view = source.view(
+        [Holding(j.id, j.target_executors, j.executor_cores, j.executor_memory_mb) for j in jobs]
+    )
+    last = repo.latest_round(session)
+    return ClusterOut(
+        source=source.name,
+        nodes=len(view.nodes),
+        total_cores=view.total_cores,
+        allocated_cores=view.total_cores - view.free_cores,
+        free_cores=view.free_cores,
+        state=last.state if last else "not_converged",
+        policy=last.policy if last else request.app.state.settings.policy,
+        last_round=last.number if last else None,
+        total_utility=last.total_utility if last else 0.0,
+        max_utility=last.max_utility if last else 0.0,
+        jobs=repo.job_counts(session),
+    )

@@ -1,0 +1,272 @@
+"""Request and response bodies of the ``/v1`` API (DESIGN §5.1)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from scheduler.core.slo import LatencyStat, Shape
+
+Name = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="Letters, digits, '.', '_' and '-'; starts with a letter or digit.",
+    ),
+]
+Count = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Millis = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Actuator = Literal["agent", "spark-operator", "dry-run", "simulated"]
+
+
+class Strict(BaseModel):
+    """Bodies people write: unknown fields are errors, NaN and infinity are refused."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# ---- tenants ---------------------------------------------------------------------------------
+
+
+class TenantCreate(Strict):
+    name: Name
+
+
+class TenantOut(BaseModel):
+    id: str
+    name: str
+    created_at: datetime
+
+
+class TenantCreated(TenantOut):
+    token: str = Field(description="The tenant's bearer token. Shown once; store it safely.")
+
+
+# ---- jobs ------------------------------------------------------------------------------------
+
+
+class UtilityIn(Strict):
+    shape: Shape = Shape.KNEE
+    juice_zero_at: float | None = Field(None, ge=0, lt=1)
+    latency_zero_at_ms: float | None = Field(None, gt=0)
+    step_low: float | None = Field(None, ge=0, lt=1)
+    juice_points: list[tuple[float, float]] | None = None
+    latency_points: list[tuple[float, float]] | None = None
+
+
+class SLOIn(Strict):
+    latency_ms: float | None = Field(None, gt=0, description="Latency threshold in ms.")
+    latency_stat: LatencyStat = LatencyStat.MEAN
+    juice: float | None = Field(None, gt=0, le=1, description="Juice threshold in (0, 1].")
+    utility: UtilityIn = Field(default_factory=UtilityIn)
+
+
+class ExecutorsIn(Strict):
+    # Declared min, max, initial so each check can see the fields it compares against.
+    min: int = Field(1, ge=0, le=10_000)
+    max: int = Field(40, ge=1, le=10_000)
+    initial: int = Field(2, ge=0, le=10_000)
+    cores: int = Field(1, ge=1, le=256)
+    memory_mb: int = Field(2048, ge=128, le=1_048_576)
+
+    @field_validator("max")
+    @classmethod
+    def _max_not_below_min(cls, value: int, info: ValidationInfo) -> int:
+        low = info.data.get("min")
+        if low is not None and value < low:
+            raise ValueError(f"max ({value}) must be at least min ({low})")
+        return value
+
+    @field_validator("initial")
+    @classmethod
+    def _initial_within_bounds(cls, value: int, info: ValidationInfo) -> int:
+        low, high = info.data.get("min"), info.data.get("max")
+        if low is not None and high is not None and not low <= value <= high:
+            raise ValueError(f"initial ({value}) must be within [min, max] = [{low}, {high}]")
+        return value
+
+
+class JobCreate(Strict):
+    name: Name
+    priority: float = Field(gt=0, le=1e9)
+    slo: SLOIn
+    executors: ExecutorsIn = Field(default_factory=ExecutorsIn)
+    actuator: Actuator = "agent"
+
+
+class JobPatch(Strict):
+    priority: float | None = Field(None, gt=0, le=1e9)
+    slo: SLOIn | None = None
+    executors: ExecutorsIn | None = None
+    actuator: Actuator | None = None
+
+
+class ExecutorsOut(BaseModel):
+    initial: int
+    min: int
+    max: int
+    cores: int
+    memory_mb: int
+    target: int
+
+
+class JobOut(BaseModel):
+    id: str
+    tenant_id: str
+    name: str
+    priority: float
+    slo: dict[str, Any]
+    executors: ExecutorsOut
+    actuator: str
+    status: str
+    status_reason: str
+    utility: float | None
+    juice: float | None
+    latency_ms: float | None
+    capacity: float | None
+    last_report_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class JobCreated(JobOut):
+    agent_token: str = Field(description="The job's agent token. Shown once.")
+
+
+# ---- reports ---------------------------------------------------------------------------------
+
+
+class Lenient(BaseModel):
+    """Agent reports: fields a newer agent adds are ignored, but NaN and infinity are refused."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+
+class SourceIn(Lenient):
+    name: str = Field(min_length=1, max_length=200)
+    arrived_rows: Count | None = None
+    processed_rows: Count
+    backlog_rows: Count | None = None
+
+
+class BatchIn(Lenient):
+    start: datetime
+    end: datetime
+    rows: Count
+    backlog_at_start: Count | None = None
+
+    @field_validator("end")
+    @classmethod
+    def _not_before_start(cls, value: datetime, info: ValidationInfo) -> datetime:
+        start = info.data.get("start")
+        if start is not None and value < start:
+            raise ValueError("end is before start")
+        return value
+
+
+class LatencyIn(Lenient):
+    mean: Millis | None = None
+    p95: Millis | None = None
+    p99: Millis | None = None
+
+
+class EdgeIn(Lenient):
+    parent: str = Field(min_length=1, max_length=200)
+    child: str = Field(min_length=1, max_length=200)
+    sent: Count
+    executed: Count
+
+
+class ReportIn(Lenient):
+    window_start: datetime
+    window_end: datetime
+    executors: int = Field(ge=0, le=100_000)
+    cores_per_executor: int = Field(1, ge=1, le=1024)
+    busy_core_ms: Count
+    max_parallelism: int | None = Field(None, ge=1)
+    sources: list[SourceIn] = Field(default_factory=list, max_length=1000)
+    batches: list[BatchIn] | None = Field(None, max_length=10_000)
+    latency_ms: LatencyIn | None = None
+    edges: list[EdgeIn] | None = Field(None, max_length=10_000)
+
+    @field_validator("window_start", "window_end")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("needs a time zone (e.g. a trailing Z)")
+        return value
+
+    @field_validator("window_end")
+    @classmethod
+    def _after_start(cls, value: datetime, info: ValidationInfo) -> datetime:
+        start = info.data.get("window_start")
+        if start is not None and value <= start:
+            raise ValueError("window_end must be after window_start")
+        return value
+
+
+class ReportAck(BaseModel):
+    target_executors: int
+    round: int
+    duplicate: bool = False
+
+
+# ---- history, rounds, cluster ----------------------------------------------------------------
+
+
+class HistoryPoint(BaseModel):
+    window_start: datetime
+    window_end: datetime
+    executors: int
+    utility: float | None
+    juice: float | None
+    juice_raw: float | None
+    latency_ms: float | None
+    capacity: float | None
+    input_rate: float | None
+    processed_rate: float | None
+
+
+class JobHistory(BaseModel):
+    job_id: str
+    points: list[HistoryPoint]
+
+
+class ActionOut(BaseModel):
+    kind: str
+    job_id: str
+    from_executors: int
+    to_executors: int
+    reason: str
+
+
+class RoundOut(BaseModel):
+    number: int
+    started_at: datetime
+    finished_at: datetime
+    policy: str
+    state: str
+    action: str
+    job_id: str | None
+    reason: str
+    total_utility: float
+    max_utility: float
+    actions: list[ActionOut]
+
+
+class ClusterOut(BaseModel):
+    source: str
+    nodes: int
+    total_cores: float
+    allocated_cores: float
+    free_cores: float
+    state: str
+    policy: str
+    last_round: int | None
+    total_utility: float
+    max_utility: float
+    jobs: dict[str, int]

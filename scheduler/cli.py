@@ -1,0 +1,392 @@
+"""The ``henge`` command line: run the service, and talk to it as an admin or a tenant."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from scheduler.client import ClientError, HengeClient, resolve_config
+
+app = typer.Typer(
+    name="henge",
+    help="Henge for Spark: SLO-driven scheduling of Spark Structured Streaming jobs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+tenant_app = typer.Typer(help="Tenants (admin token).", no_args_is_help=True)
+job_app = typer.Typer(
+    help="Streaming jobs and their SLOs (tenant token; admin reads all).", no_args_is_help=True
+)
+bench_app = typer.Typer(help="Benchmarks that measure the scheduler.", no_args_is_help=True)
+app.add_typer(tenant_app, name="tenant")
+app.add_typer(job_app, name="job")
+app.add_typer(bench_app, name="bench")
+
+out = Console()
+err = Console(stderr=True)
+
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--url", help="API URL [env HENGE_URL, config file; default http://127.0.0.1:8080]."
+    ),
+]
+TokenOpt = Annotated[
+    str | None, typer.Option("--token", help="Bearer token [env HENGE_TOKEN, config file].")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+
+
+class CLIError(Exception):
+    """A failure to report on one line."""
+
+
+def _client(url: str | None, token: str | None) -> HengeClient:
+    return HengeClient(resolve_config(url, token))
+
+
+def _print_json(data: Any) -> None:
+    out.print_json(json.dumps(data, default=str))
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*["-" if v is None else _cell(v) for v in row])
+    out.print(table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+# ---- service ---------------------------------------------------------------------------------
+
+
+@app.command()
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="Listen address [HENGE_HOST, 127.0.0.1].")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Listen port [HENGE_PORT, 8080].")] = None,
+    database_url: Annotated[
+        str | None, typer.Option(help="Registry URL [HENGE_DATABASE_URL].")
+    ] = None,
+    no_scheduler: Annotated[
+        bool, typer.Option("--no-scheduler", help="Serve the API only; run no rounds.")
+    ] = False,
+) -> None:
+    """Run the HTTP API and the scheduling loop until interrupted."""
+    from scheduler.config import load_settings
+    from scheduler.logs import configure_logging
+    from scheduler.service import serve as run
+
+    settings = load_settings(
+        host=host,
+        port=port,
+        database_url=database_url,
+        scheduler_enabled=False if no_scheduler else None,
+    )
+    configure_logging(settings.log_level, settings.log_format)
+    if settings.admin_token is None:
+        raise CLIError(
+            "set HENGE_ADMIN_TOKEN (the admin's bearer token) before starting the server"
+        )
+    run(settings)
+
+
+@app.command()
+def migrate(
+    database_url: Annotated[
+        str | None, typer.Option(help="Registry URL [HENGE_DATABASE_URL].")
+    ] = None,
+    revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
+) -> None:
+    """Create or upgrade the registry schema (Alembic migrations)."""
+    from scheduler.config import load_settings
+    from scheduler.logs import configure_logging
+    from scheduler.registry import migrate as migrations
+    from scheduler.registry.engine import make_engine
+
+    settings = load_settings(database_url=database_url)
+    configure_logging(settings.log_level, settings.log_format)
+    engine = make_engine(settings.database_url, pool_size=1)
+    try:
+        before = migrations.current_revision(engine)
+        migrations.upgrade(settings.database_url, revision)
+        after = migrations.current_revision(engine)
+    finally:
+        engine.dispose()
+    out.print(f"registry schema: {before or 'empty'} -> {after}")
+
+
+# ---- tenants ---------------------------------------------------------------------------------
+
+
+@tenant_app.command("create")
+def tenant_create(
+    name: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Create a tenant and print its token (shown once)."""
+    created = _client(url, token).post("/v1/tenants", {"name": name})
+    if as_json:
+        _print_json(created)
+        return
+    out.print(f"tenant [bold]{created['name']}[/] created, id {created['id']}")
+    out.print(f"token (shown once, give it to the tenant): {created['token']}")
+
+
+@tenant_app.command("list")
+def tenant_list(url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
+    """List tenants."""
+    tenants = _client(url, token).get("/v1/tenants")
+    if as_json:
+        _print_json(tenants)
+        return
+    _table(
+        "tenants",
+        ["id", "name", "created"],
+        [[t["id"], t["name"], t["created_at"]] for t in tenants],
+    )
+
+
+# ---- jobs ------------------------------------------------------------------------------------
+
+
+def _load_job_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        body = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CLIError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(body, dict):
+        raise CLIError(f"{path} must hold a job: a mapping with name, priority, slo, executors")
+    return body
+
+
+@job_app.command("register")
+def job_register(
+    file: Annotated[Path, typer.Option("--file", "-f", help="Job definition (YAML or JSON).")],
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register a streaming job with its SLO; prints the agent token (shown once)."""
+    created = _client(url, token).post("/v1/jobs", _load_job_file(file))
+    if as_json:
+        _print_json(created)
+        return
+    out.print(
+        f"job [bold]{created['name']}[/] registered: id {created['id']}, "
+        f"status {created['status']} ({created['status_reason']})"
+    )
+    out.print(
+        f"agent token (shown once, pass it to scheduler.agent.attach): {created['agent_token']}"
+    )
+
+
+def _slo_text(slo: dict[str, Any]) -> str:
+    parts = []
+    if slo.get("juice") is not None:
+        parts.append(f"juice>={slo['juice']}")
+    if slo.get("latency_ms") is not None:
+        parts.append(f"{slo.get('latency_stat', 'mean')} latency<={slo['latency_ms']}ms")
+    return ", ".join(parts)
+
+
+@job_app.command("list")
+def job_list(url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
+    """List jobs (a tenant sees its own, the admin all)."""
+    jobs = _client(url, token).get("/v1/jobs")
+    if as_json:
+        _print_json(jobs)
+        return
+    _table(
+        "jobs",
+        ["id", "name", "priority", "slo", "status", "executors", "utility", "juice", "latency ms"],
+        [
+            [
+                j["id"],
+                j["name"],
+                j["priority"],
+                _slo_text(j["slo"]),
+                j["status"],
+                j["executors"]["target"],
+                j["utility"],
+                j["juice"],
+                j["latency_ms"],
+            ]
+            for j in jobs
+        ],
+    )
+
+
+@job_app.command("show")
+def job_show(
+    job_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Show one job."""
+    job = _client(url, token).get(f"/v1/jobs/{job_id}")
+    if as_json:
+        _print_json(job)
+        return
+    ex = job["executors"]
+    _table(
+        f"job {job['name']}",
+        ["field", "value"],
+        [
+            ["id", job["id"]],
+            ["priority", job["priority"]],
+            ["slo", _slo_text(job["slo"])],
+            ["utility shape", job["slo"].get("utility", {}).get("shape", "knee")],
+            [
+                "status",
+                f"{job['status']} ({job['status_reason']})"
+                if job["status_reason"]
+                else job["status"],
+            ],
+            [
+                "executors",
+                f"target {ex['target']} (min {ex['min']}, max {ex['max']}, "
+                f"{ex['cores']} core(s), {ex['memory_mb']} MiB each)",
+            ],
+            ["utility", job["utility"]],
+            ["juice", job["juice"]],
+            ["latency ms", job["latency_ms"]],
+            ["capacity", job["capacity"]],
+            ["last report", job["last_report_at"]],
+            ["actuator", job["actuator"]],
+        ],
+    )
+
+
+@job_app.command("history")
+def job_history(
+    job_id: str,
+    since: Annotated[
+        datetime | None, typer.Option(help="Windows ending after this time (UTC).")
+    ] = None,
+    until: Annotated[
+        datetime | None, typer.Option(help="Windows ending at or before this time.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many windows (the newest).")] = 100,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A job's metric windows: utility, juice, latency, executors, rates."""
+    data = _client(url, token).get(
+        f"/v1/jobs/{job_id}/history",
+        since=since.isoformat() if since else None,
+        until=until.isoformat() if until else None,
+        limit=limit,
+    )
+    if as_json:
+        _print_json(data)
+        return
+    _table(
+        f"history of {job_id}",
+        [
+            "window end",
+            "executors",
+            "utility",
+            "juice",
+            "latency ms",
+            "capacity",
+            "input/s",
+            "processed/s",
+        ],
+        [
+            [
+                p["window_end"],
+                p["executors"],
+                p["utility"],
+                p["juice"],
+                p["latency_ms"],
+                p["capacity"],
+                p["input_rate"],
+                p["processed_rate"],
+            ]
+            for p in data["points"]
+        ],
+    )
+
+
+@job_app.command("remove")
+def job_remove(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Deregister a job."""
+    _client(url, token).delete(f"/v1/jobs/{job_id}")
+    out.print(f"job {job_id} removed")
+
+
+# ---- rounds ----------------------------------------------------------------------------------
+
+
+@app.command()
+def rounds(
+    since: Annotated[
+        datetime | None, typer.Option(help="Rounds started at or after this time.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 20,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The scheduler's recent rounds: state, action, job, reason, utility (admin)."""
+    data = _client(url, token).get(
+        "/v1/rounds", since=since.isoformat() if since else None, limit=limit
+    )
+    if as_json:
+        _print_json(data)
+        return
+    _table(
+        "rounds",
+        ["round", "started", "state", "action", "job", "reason", "utility"],
+        [
+            [
+                r["number"],
+                r["started_at"],
+                r["state"],
+                r["action"],
+                r["job_id"],
+                r["reason"],
+                f"{r['total_utility']:.1f}/{r['max_utility']:.1f}",
+            ]
+            for r in data
+        ],
+    )
+
+
+def main() -> None:
+    """Entry point: every expected failure becomes one line on stderr and exit code 1."""
+    try:
+        app()
+    except (CLIError, ClientError) as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(1)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        err.print(
+            f"[red]error:[/] bad setting {'.'.join(map(str, first['loc']))}: {first['msg']}",
+            highlight=False,
+        )
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,1 @@
+"""Cluster views: where capacity and node load come from (one port, several sources)."""

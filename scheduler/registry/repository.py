@@ -1,0 +1,237 @@
+"""Registry reads and writes. Routes and the loop go through here, never through raw tables."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from scheduler.registry.tables import Action, Job, MetricWindow, Round, SchedulerState, Tenant
+
+
+class RegistryError(Exception):
+    """Base of the registry's refusals; ``field`` names the input at fault, when there is one."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class NotFoundError(RegistryError):
+    pass
+
+
+class ConflictError(RegistryError):
+    pass
+
+
+class OutOfOrderError(RegistryError):
+    pass
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+# ---- tenants ---------------------------------------------------------------------------------
+
+
+def create_tenant(session: Session, name: str, token_hash: str, now: datetime) -> Tenant:
+    if session.scalar(select(Tenant.id).where(Tenant.name == name)) is not None:
+        raise ConflictError(f"a tenant named {name!r} exists already", field="name")
+    tenant = Tenant(id=new_id(), name=name, token_hash=token_hash, created_at=now)
+    session.add(tenant)
+    session.flush()
+    return tenant
+
+
+def list_tenants(session: Session) -> Sequence[Tenant]:
+    return session.scalars(select(Tenant).order_by(Tenant.created_at, Tenant.name)).all()
+
+
+# ---- jobs ------------------------------------------------------------------------------------
+
+
+def add_job(session: Session, job: Job) -> Job:
+    clash = session.scalar(
+        select(Job.id).where(
+            Job.tenant_id == job.tenant_id, Job.name == job.name, Job.status != "removed"
+        )
+    )
+    if clash is not None:
+        raise ConflictError(f"this tenant already has a job named {job.name!r}", field="name")
+    session.add(job)
+    try:
+        session.flush()
+    except IntegrityError as exc:  # a concurrent registration of the same name
+        raise ConflictError(f"this tenant already has a job named {job.name!r}", "name") from exc
+    return job
+
+
+def visible_job(session: Session, job_id: str, tenant_id: str | None) -> Job:
+    """The job, if the caller may see it (``tenant_id`` None: the admin). 404 otherwise."""
+    job = session.get(Job, job_id)
+    if (
+        job is None
+        or job.status == "removed"
+        or (tenant_id is not None and job.tenant_id != tenant_id)
+    ):
+        raise NotFoundError("no such job")
+    return job
+
+
+def list_jobs(session: Session, tenant_id: str | None) -> Sequence[Job]:
+    query = select(Job).where(Job.status != "removed").order_by(Job.created_at, Job.id)
+    if tenant_id is not None:
+        query = query.where(Job.tenant_id == tenant_id)
+    return session.scalars(query).all()
+
+
+def active_jobs(session: Session) -> Sequence[Job]:
+    return list_jobs(session, None)
+
+
+def latest_windows(session: Session, job_ids: Sequence[str]) -> dict[str, MetricWindow]:
+    """The newest metric window of each job."""
+    if not job_ids:
+        return {}
+    newest = (
+        select(MetricWindow.job_id, func.max(MetricWindow.window_end).label("end"))
+        .where(MetricWindow.job_id.in_(job_ids))
+        .group_by(MetricWindow.job_id)
+        .subquery()
+    )
+    rows = session.scalars(
+        select(MetricWindow).join(
+            newest,
+            (MetricWindow.job_id == newest.c.job_id) & (MetricWindow.window_end == newest.c.end),
+        )
+    ).all()
+    return {row.job_id: row for row in rows}
+
+
+# ---- reports ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ingested:
+    window: MetricWindow
+    duplicate: bool
+
+
+def add_window(session: Session, window: MetricWindow) -> Ingested:
+    """Store one report window. The same window again is a no-op; an older one is refused."""
+    newest = session.scalar(
+        select(MetricWindow)
+        .where(MetricWindow.job_id == window.job_id)
+        .order_by(MetricWindow.window_end.desc())
+        .limit(1)
+    )
+    if newest is not None and window.window_end <= newest.window_end:
+        same = (
+            newest
+            if _same_window(newest, window)
+            else session.scalar(
+                select(MetricWindow).where(
+                    MetricWindow.job_id == window.job_id,
+                    MetricWindow.window_start == window.window_start,
+                    MetricWindow.window_end == window.window_end,
+                )
+            )
+        )
+        if same is not None:
+            return Ingested(same, duplicate=True)
+        raise OutOfOrderError(
+            f"window_end {window.window_end.isoformat()} is not after the newest stored window "
+            f"({newest.window_end.isoformat()}): reports must arrive in order",
+            field="window_end",
+        )
+    session.add(window)
+    session.flush()
+    return Ingested(window, duplicate=False)
+
+
+def _same_window(a: MetricWindow, b: MetricWindow) -> bool:
+    return a.window_start == b.window_start and a.window_end == b.window_end
+
+
+def windows_since(session: Session, job_ids: Sequence[str], since: datetime) -> list[MetricWindow]:
+    if not job_ids:
+        return []
+    return list(
+        session.scalars(
+            select(MetricWindow)
+            .where(MetricWindow.job_id.in_(job_ids), MetricWindow.window_end > since)
+            .order_by(MetricWindow.job_id, MetricWindow.window_end)
+        )
+    )
+
+
+def history(
+    session: Session, job_id: str, since: datetime | None, until: datetime | None, limit: int
+) -> Sequence[MetricWindow]:
+    """The job's windows ending in (since, until], oldest first, the newest ``limit`` of them."""
+    query = select(MetricWindow).where(MetricWindow.job_id == job_id)
+    if since is not None:
+        query = query.where(MetricWindow.window_end > since)
+    if until is not None:
+        query = query.where(MetricWindow.window_end <= until)
+    rows = session.scalars(query.order_by(MetricWindow.window_end.desc()).limit(limit)).all()
+    return list(reversed(rows))
+
+
+def purge_windows(session: Session, older_than: datetime) -> int:
+    """Delete metric windows that ended before ``older_than``; returns how many."""
+    result = session.execute(delete(MetricWindow).where(MetricWindow.window_end < older_than))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def retention_cutoff(now: datetime, days: float) -> datetime:
+    return now - timedelta(days=days)
+
+
+# ---- rounds ----------------------------------------------------------------------------------
+
+
+def list_rounds(
+    session: Session, since: datetime | None, until: datetime | None, limit: int
+) -> list[tuple[Round, list[Action]]]:
+    """Rounds newest first, each with its actions."""
+    query = select(Round)
+    if since is not None:
+        query = query.where(Round.started_at >= since)
+    if until is not None:
+        query = query.where(Round.started_at <= until)
+    rounds = session.scalars(query.order_by(Round.number.desc()).limit(limit)).all()
+    by_round: dict[int, list[Action]] = {r.id: [] for r in rounds}
+    if by_round:
+        for action in session.scalars(
+            select(Action).where(Action.round_id.in_(by_round)).order_by(Action.id)
+        ):
+            by_round[action.round_id].append(action)
+    return [(r, by_round[r.id]) for r in rounds]
+
+
+def latest_round(session: Session) -> Round | None:
+    return session.scalar(select(Round).order_by(Round.number.desc()).limit(1))
+
+
+def load_state(session: Session) -> SchedulerState | None:
+    return session.get(SchedulerState, 1)
+
+
+def current_round_number(session: Session) -> int:
+    state = load_state(session)
+    return state.last_round if state is not None else 0
+
+
+def job_counts(session: Session) -> dict[str, Any]:
+    rows = session.execute(select(Job.status, func.count()).group_by(Job.status)).all()
+    return {str(status): int(count) for status, count in rows}
