@@ -126,14 +126,20 @@ class Ingested:
     duplicate: bool
 
 
-def add_window(session: Session, window: MetricWindow) -> Ingested:
-    """Store one report window. The same window again is a no-op; an older one is refused."""
-    newest = session.scalar(
+def newest_window(session: Session, job_id: str) -> MetricWindow | None:
+    return session.scalar(
         select(MetricWindow)
-        .where(MetricWindow.job_id == window.job_id)
+        .where(MetricWindow.job_id == job_id)
         .order_by(MetricWindow.window_end.desc())
         .limit(1)
     )
+
+
+def add_window(session: Session, window: MetricWindow, newest: MetricWindow | None) -> Ingested:
+    """Store one report window after ``newest`` (the job's newest stored window, or None).
+
+    The same window again is a no-op; one ending no later than ``newest`` is refused.
+    """
     if newest is not None and window.window_end <= newest.window_end:
         same = (
             newest

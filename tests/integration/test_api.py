@@ -545,3 +545,21 @@ def test_health_and_readiness(api: TestClient):
     ready = api.get("/readyz")
     assert ready.status_code == 200 and ready.json()["status"] == "ready"
     assert api.get("/openapi.json").json()["info"]["title"] == "Henge for Spark"
+
+
+def test_ingestion_stores_utility_juice_latency_and_capacity(
+    api: TestClient, agent_job: dict[str, Any]
+):
+    assert post_report(api, agent_job, report_body()).status_code == 200
+    point = api.get(f"/v1/jobs/{agent_job['id']}/history", headers=ADMIN).json()["points"][0]
+    # Edges: filter executed 19,000 of the 20,000 rows sent, so juice is 0.95.
+    assert point["juice"] == pytest.approx(0.95)
+    # The agent's exact mean latency is used: 60 ms threshold / 1,200 ms = 0.05 of the priority.
+    assert point["latency_ms"] == pytest.approx(1200)
+    # Hybrid SLO: the average of the two fractions, times priority 35.
+    assert point["utility"] == pytest.approx(35 * (0.95 + 0.05) / 2)
+    # 23 busy core-seconds over 10 s on 4 cores.
+    assert point["capacity"] == pytest.approx(0.575)
+    assert point["input_rate"] == pytest.approx(2000)
+    shown = api.get(f"/v1/jobs/{agent_job['id']}", headers=ADMIN).json()
+    assert shown["utility"] == pytest.approx(17.5) and shown["juice"] == pytest.approx(0.95)

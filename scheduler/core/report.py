@@ -1,0 +1,98 @@
+"""One agent report: the metrics of one sub-window of a job (DESIGN §5.1, the report body).
+
+Plain frozen data, no validation of ranges: the API rejects bad bodies before building these.
+Optional values are ``None`` (or an empty tuple) when the agent did not send them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from scheduler.core.juice import Edge
+
+EdgeReport = Edge
+"""Per-operator counts for the general juice form (eq. 2.5); the same type as
+:class:`scheduler.core.juice.Edge`."""
+
+
+@dataclass(frozen=True)
+class SourceReport:
+    """One streaming source in the sub-window.
+
+    ``arrived_rows``: rows that arrived at the source in the sub-window (from its latest offset).
+    ``processed_rows``: rows read from this source by batches that finished in the sub-window.
+    ``backlog_rows``: rows waiting at the source (latest offset minus the offset read so far) at
+    the end of the sub-window.
+    """
+
+    name: str
+    arrived_rows: float | None
+    processed_rows: float
+    backlog_rows: float | None = None
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """One micro-batch that finished in the sub-window.
+
+    ``backlog_at_start``: rows waiting at the sources when the batch started that the batch did
+    not take (e.g. held back by ``maxOffsetsPerTrigger``); adds queueing time to its latency.
+    ``previous_start``: start of the batch before this one, when the agent knows it; otherwise the
+    latency estimator uses the previous batch in the sequence it is given (DESIGN §2 "Latency").
+    """
+
+    start: datetime
+    end: datetime
+    rows: float
+    backlog_at_start: float | None = None
+    previous_start: datetime | None = None
+
+    @property
+    def duration_s(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+
+@dataclass(frozen=True)
+class LatencyReport:
+    """Exact row latencies (ms) measured by the job from per-row timestamps."""
+
+    mean: float
+    p95: float | None = None
+    p99: float | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """One sub-window of one job, as posted by its agent."""
+
+    window_start: datetime
+    window_end: datetime
+    executors: int
+    cores_per_executor: int
+    busy_core_ms: float
+    max_parallelism: int | None = None
+    sources: tuple[SourceReport, ...] = ()
+    batches: tuple[BatchReport, ...] = ()
+    latency_ms: LatencyReport | None = None
+    edges: tuple[Edge, ...] = ()
+
+    @property
+    def duration_s(self) -> float:
+        """Length of the sub-window in seconds."""
+        return (self.window_end - self.window_start).total_seconds()
+
+    @property
+    def duration_ms(self) -> float:
+        return self.duration_s * 1000.0
+
+    @property
+    def total_cores(self) -> int:
+        return self.executors * self.cores_per_executor
+
+    @property
+    def processed_rows(self) -> float:
+        """Rows completed in the sub-window: summed over sources, else over batches."""
+        if self.sources:
+            return sum(s.processed_rows for s in self.sources)
+        return sum(b.rows for b in self.batches)
