@@ -5,6 +5,8 @@ Nothing here runs at import time: call :func:`load_settings` from an entry point
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -18,8 +20,8 @@ class Settings(BaseSettings):
 
     database_url: str = Field(
         DEFAULT_DATABASE_URL,
-        description="SQLAlchemy URL of the registry. SQLite file for try-outs, Postgres in production "
-        "(postgresql+psycopg://user@host/db).",
+        description="SQLAlchemy URL of the registry. SQLite file for try-outs, Postgres in "
+        "production (postgresql+psycopg://user@host/db).",
     )
     admin_token: SecretStr | None = Field(
         None,
@@ -33,6 +35,17 @@ class Settings(BaseSettings):
     sub_window_s: float = Field(10.0, gt=0, description="Length of one agent report window.")
     window_s: float = Field(60.0, gt=0, description="Sliding window the metrics are judged over.")
     policy: str = Field("henge", description="Scheduling policy by name (see docs/policies.md).")
+    policy_params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Overrides of the policy's settings as JSON, e.g. "
+        '\'{"quiesce_s": 30, "min_gain": 0.1}\' (names in docs/policies.md).',
+    )
+    stale_after_s: float = Field(
+        30.0, gt=0, description="A job with no report for this long is frozen (3 sub-windows)."
+    )
+    recovery_observe_s: float = Field(
+        300.0, ge=0, description="After a collector outage, observe this long before acting."
+    )
     realizer: str = Field(
         "agent", description="How allocations are applied: agent, dry-run (more in later releases)."
     )

@@ -32,8 +32,8 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
-    # Libraries (uvicorn, apscheduler, alembic) log through the standard library: keep them
-    # on the same stream and level, and quiet the per-request access log (we log requests ourselves).
+    # Libraries (uvicorn, apscheduler, alembic) log through the standard library: keep them on
+    # the same stream and level, and quiet the access log (requests are logged by the API).
     logging.basicConfig(
         level=_LEVELS[level],
         stream=sys.stderr,

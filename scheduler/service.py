@@ -6,17 +6,25 @@ from dataclasses import dataclass
 
 import structlog
 import uvicorn
+from apscheduler.schedulers.background import BackgroundScheduler
 from fastapi import FastAPI
-from sqlalchemy import Engine
+from sqlalchemy import Engine, make_url
 
-from scheduler.api.app import create_app
+from scheduler.api.app import create_app, utc_now
 from scheduler.cluster.port import ClusterSource
 from scheduler.cluster.static import StaticCluster
 from scheduler.config import Settings
-from scheduler.registry.engine import make_engine
+from scheduler.core.decide import CoreSettings
+from scheduler.loop import LoopSettings, SchedulerLoop
+from scheduler.metrics import ServiceMetrics
+from scheduler.realize.registry import make_realizer
+from scheduler.registry import repository as repo
+from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.migrate import current_revision, head_revision
 
 log = structlog.get_logger("henge.service")
+
+PURGE_INTERVAL_S = 3600
 
 
 class SchemaBehindError(RuntimeError):
@@ -43,30 +51,98 @@ def make_cluster_source(settings: Settings) -> ClusterSource:
     raise ValueError(f"unknown cluster view {settings.cluster_view!r}; known: static")
 
 
+def core_settings(settings: Settings) -> CoreSettings:
+    core = CoreSettings(
+        policy=settings.policy,
+        policy_params=dict(settings.policy_params),
+        stale_after_s=settings.stale_after_s,
+        recovery_observe_s=settings.recovery_observe_s,
+    )
+    core.build_policy()  # fail at start-up, not at the first round, on a bad name or parameter
+    return core
+
+
 @dataclass
 class Service:
     settings: Settings
     engine: Engine
     app: FastAPI
+    loop: SchedulerLoop
+    metrics: ServiceMetrics
+
+    def purge(self) -> int:
+        with self.loop.session_factory() as session, session.begin():
+            removed = repo.purge_windows(
+                session, repo.retention_cutoff(utc_now(), self.settings.retention_days)
+            )
+        log.info("retention.purged", windows=removed, days=self.settings.retention_days)
+        return removed
+
+    def start_background(self) -> BackgroundScheduler:
+        """Rounds every ``round_interval_s`` (one at a time, late runs coalesced) and the
+        hourly retention purge."""
+        scheduler = BackgroundScheduler(timezone="UTC")
+        if self.settings.scheduler_enabled:
+            scheduler.add_job(
+                self._safe_round,
+                "interval",
+                seconds=self.settings.round_interval_s,
+                id="round",
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=None,
+            )
+        scheduler.add_job(
+            self.purge,
+            "interval",
+            seconds=PURGE_INTERVAL_S,
+            id="purge",
+            max_instances=1,
+            coalesce=True,
+        )
+        scheduler.start()
+        return scheduler
+
+    def _safe_round(self) -> None:
+        # A failing round must not stop the schedule; the next one starts from stored state.
+        try:
+            self.loop.run_round()
+        except Exception:
+            log.exception("round.failed")
 
 
 def build_service(settings: Settings) -> Service:
     engine = make_engine(settings.database_url)
     check_schema(engine)
-    app = create_app(settings, engine, make_cluster_source(settings))
-    return Service(settings, engine, app)
+    metrics = ServiceMetrics()
+    cluster = make_cluster_source(settings)
+    app = create_app(settings, engine, cluster, metrics=metrics)
+    loop = SchedulerLoop(
+        make_session_factory(engine),
+        cluster,
+        make_realizer(settings.realizer),
+        core_settings(settings),
+        utc_now,
+        settings=LoopSettings(window_s=settings.window_s, sub_window_s=settings.sub_window_s),
+        metrics=metrics,
+    )
+    return Service(settings, engine, app, loop, metrics)
 
 
 def serve(settings: Settings) -> None:
-    """Run the API (and, when enabled, the scheduler loop) until interrupted."""
+    """Run the API and, when enabled, the scheduler loop until interrupted."""
     service = build_service(settings)
     log.info(
         "serve.start",
         host=settings.host,
         port=settings.port,
-        database=_safe_url(settings.database_url),
+        database=make_url(settings.database_url).render_as_string(hide_password=True),
         policy=settings.policy,
+        realizer=settings.realizer,
+        rounds=settings.scheduler_enabled,
+        round_interval_s=settings.round_interval_s,
     )
+    background = service.start_background()
     config = uvicorn.Config(
         service.app,
         host=settings.host,
@@ -78,10 +154,5 @@ def serve(settings: Settings) -> None:
     try:
         uvicorn.Server(config).run()
     finally:
+        background.shutdown(wait=True)
         service.engine.dispose()
-
-
-def _safe_url(url: str) -> str:
-    from sqlalchemy import make_url
-
-    return make_url(url).render_as_string(hide_password=True)

@@ -84,6 +84,8 @@ class JobView:
     metrics: JobMetrics | None = None
     restart_on_resize: bool = False
     """True when applying a new size restarts the application (spark-operator)."""
+    initial_executors: int | None = None
+    """Executors a queued job starts with once admitted; ``None``: use ``executors``."""
 
     @property
     def utility(self) -> float:
@@ -131,6 +133,9 @@ class Snapshot:
     jobs: tuple[JobView, ...]
     cluster: ClusterView
     taken_at: datetime
+    frozen_jobs: tuple[str, ...] = ()
+    """Admitted jobs ``decide`` set aside this round (stale or not yet reported): they are not
+    in ``jobs`` and no policy may touch them. Filled by ``decide``, not by the loop."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,7 @@ class Plan:
     """Jobs whose reports are stale; not touched this round."""
 
     @staticmethod
-    def no_change(reason: str, state: ClusterState, total: float = 0.0,
-                  maximum: float = 0.0) -> Plan:
+    def no_change(
+        reason: str, state: ClusterState, total: float = 0.0, maximum: float = 0.0
+    ) -> Plan:
         return Plan(ActionKind.NONE, reason, state, total_utility=total, max_utility=maximum)

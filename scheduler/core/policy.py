@@ -82,7 +82,8 @@ def build_settings(cls: type[SettingsT], params: Mapping[str, Any]) -> SettingsT
     unknown = sorted(set(params) - known)
     if unknown:
         raise PolicySettingsError(
-            f"unknown setting(s) {', '.join(unknown)} for {cls.__name__}; known: {', '.join(sorted(known))}"
+            f"unknown setting(s) {', '.join(unknown)} for {cls.__name__}; "
+            f"known: {', '.join(sorted(known))}"
         )
     return cls(**params)
 

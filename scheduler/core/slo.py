@@ -7,6 +7,7 @@ objective's threshold is met, and is defined by a named shape.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -130,11 +131,11 @@ def _validate_points(key: str, points: Sequence[Point], threshold: float, rising
     ys = [y for _, y in points]
     if not all(math.isfinite(v) for v in xs + ys):
         raise SLOError(key, "points must be finite numbers")
-    if any(b <= a for a, b in zip(xs, xs[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(xs)):
         raise SLOError(key, "point x values must be strictly increasing")
     if any(not 0 <= y <= 1 for y in ys):
         raise SLOError(key, "point utilities are fractions of the priority, in [0, 1]")
-    steps = list(zip(ys, ys[1:], strict=False))
+    steps = list(itertools.pairwise(ys))
     if rising and any(b < a for a, b in steps):
         raise SLOError(key, "utility must not fall as juice rises (non-monotone)")
     if not rising and any(b > a for a, b in steps):
@@ -147,7 +148,7 @@ def interpolate(points: Sequence[Point], x: float) -> float:
     """Piecewise-linear value at ``x``; flat before the first and after the last point."""
     if x <= points[0][0]:
         return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
         if x <= x1:
             return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
     return points[-1][1]

@@ -1,0 +1,1 @@
+"""Realizers apply a round's allocation changes (one port, several ways)."""

@@ -12,7 +12,15 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from scheduler.registry.tables import Action, Job, MetricWindow, Round, SchedulerState, Tenant
+from scheduler.registry.tables import (
+    Action,
+    Allocation,
+    Job,
+    MetricWindow,
+    Round,
+    SchedulerState,
+    Tenant,
+)
 
 
 class RegistryError(Exception):
@@ -241,3 +249,64 @@ def current_round_number(session: Session) -> int:
 def job_counts(session: Session) -> dict[str, Any]:
     rows = session.execute(select(Job.status, func.count()).group_by(Job.status)).all()
     return {str(status): int(count) for status, count in rows}
+
+
+# ---- round records ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    number: int
+    started_at: datetime
+    finished_at: datetime
+    policy: str
+    state: str
+    action: str
+    job_id: str | None
+    reason: str
+    total_utility: float
+    max_utility: float
+
+
+def record_round(
+    session: Session,
+    record: RoundRecord,
+    actions: Sequence[tuple[str, str, int, int, str]],
+    allocations: Sequence[tuple[str, int, float | None]],
+    state: dict[str, Any],
+) -> Round:
+    """Write a round, its actions ``(kind, job, from, to, reason)``, every job's allocation
+    ``(job, executors, utility)`` and the scheduler's new state. The caller commits them as one."""
+    row = Round(**record.__dict__)
+    session.add(row)
+    session.flush()
+    session.add_all(
+        Action(
+            round_id=row.id,
+            kind=kind,
+            job_id=job,
+            from_executors=old,
+            to_executors=new,
+            reason=reason,
+        )
+        for kind, job, old, new, reason in actions
+    )
+    session.add_all(
+        Allocation(round_id=row.id, job_id=job, executors=executors, utility=utility)
+        for job, executors, utility in allocations
+    )
+    stored = session.get(SchedulerState, 1)
+    if stored is None:
+        session.add(
+            SchedulerState(
+                id=1, state=state, last_round=record.number, updated_at=record.finished_at
+            )
+        )
+    else:
+        stored.state, stored.last_round, stored.updated_at = (
+            state,
+            record.number,
+            record.finished_at,
+        )
+    session.flush()
+    return row

@@ -1,0 +1,1 @@
+"""Benchmarks that measure the scheduler service (``henge bench ...``)."""

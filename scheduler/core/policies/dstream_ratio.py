@@ -1,0 +1,160 @@
+"""``dstream-ratio``: Spark Streaming's (DStream) executor allocation rule, per job (DESIGN §4).
+
+Every ``scaling_interval_s`` a job is checked: ``ratio = mean batch time / batch interval``
+(the interval between micro-batch starts stands in for the DStream batch interval).
+
+- ``ratio >= scaling_up_ratio`` (0.9): add ``max(1, round(ratio))`` executors, "in proportion"
+  to how far the batches overrun, as Spark's ``requestExecutors(math.round(ratio))``;
+- ``ratio <= scaling_down_ratio`` (0.3): remove one executor;
+- otherwise nothing.
+
+A job is checked again only ``scaling_interval_s`` after its previous check, whatever the
+check decided. Results stay inside the job's bounds and the free cores (first come, first
+served).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scheduler.core.model import JobView, Plan, Snapshot
+from scheduler.core.policies.baseline import (
+    FreeCores,
+    RoundLog,
+    elapsed,
+    epoch_s,
+    jobs_in_order,
+    keep_frozen,
+    require,
+)
+from scheduler.core.policy import JSONDict, build_settings, register_policy
+
+NAME = "dstream-ratio"
+
+
+@dataclass(frozen=True)
+class DStreamRatioSettings:
+    scaling_interval_s: float = 60.0
+    """``spark.streaming.dynamicAllocation.scalingInterval``: time between two checks of a job."""
+    scaling_up_ratio: float = 0.9
+    """``scalingUpRatio``: add executors when batch time / batch interval is at or above this."""
+    scaling_down_ratio: float = 0.3
+    """``scalingDownRatio``: remove one executor when the ratio is at or below this."""
+
+    def __post_init__(self) -> None:
+        require(self.scaling_interval_s >= 0, "scaling_interval_s must be >= 0")
+        require(self.scaling_down_ratio >= 0, "scaling_down_ratio must be >= 0")
+        require(
+            self.scaling_down_ratio < self.scaling_up_ratio,
+            "scaling_down_ratio must be below scaling_up_ratio",
+        )
+
+
+@dataclass(frozen=True)
+class DStreamRatioState:
+    last_check: Mapping[str, float] = field(default_factory=dict)
+    """Per job id: when the job was last checked (epoch seconds)."""
+
+
+def batch_ratio(job: JobView) -> float | None:
+    """Mean batch time over the batch interval, or ``None`` when the metrics lack either."""
+    metrics = job.metrics
+    if metrics is None or metrics.mean_batch_s is None or metrics.trigger_interval_s is None:
+        return None
+    if metrics.trigger_interval_s <= 0:
+        return None
+    ratio = metrics.mean_batch_s / metrics.trigger_interval_s
+    return ratio if math.isfinite(ratio) else None
+
+
+def round_half_up(value: float) -> int:
+    """Java's ``Math.round``: halves go up."""
+    return math.floor(value + 0.5)
+
+
+class DStreamRatioPolicy:
+    """Batch-time-ratio allocation, one job at a time, free cores first come, first served."""
+
+    name: str = NAME
+
+    def __init__(self, settings: DStreamRatioSettings | None = None) -> None:
+        self.settings = settings or DStreamRatioSettings()
+
+    def initial_state(self) -> DStreamRatioState:
+        return DStreamRatioState()
+
+    def decide(
+        self, snapshot: Snapshot, state: DStreamRatioState, now: datetime
+    ) -> tuple[Plan, DStreamRatioState]:
+        settings = self.settings
+        now_s = epoch_s(now)
+        free = FreeCores(snapshot.cluster.free_cores)
+        log = RoundLog()
+        checks: dict[str, float] = {}
+        for job in jobs_in_order(snapshot):
+            last = state.last_check.get(job.job_id)
+            if last is not None:
+                checks[job.job_id] = last
+            ratio = batch_ratio(job)
+            if ratio is None:
+                log.note(job, "no batch timings yet", unsettled=False)
+                continue
+            out_of_band = ratio >= settings.scaling_up_ratio or (
+                ratio <= settings.scaling_down_ratio and job.executors > job.min_executors
+            )
+            if elapsed(now_s, last) < settings.scaling_interval_s:
+                if out_of_band:
+                    log.note(
+                        job,
+                        f"batch ratio {ratio:.2f}; next check in "
+                        f"{settings.scaling_interval_s - elapsed(now_s, last):.0f} s",
+                        unsettled=True,
+                    )
+                continue
+            checks[job.job_id] = now_s
+            if ratio >= settings.scaling_up_ratio:
+                more = max(1, round_half_up(ratio))
+                target = free.grant(job, job.executors + more)
+                if target != job.executors:
+                    log.change(
+                        job,
+                        target,
+                        f"batch ratio {ratio:.2f} >= {settings.scaling_up_ratio:g}: "
+                        f"asked for {more} more",
+                    )
+                else:
+                    log.note(
+                        job,
+                        f"batch ratio {ratio:.2f} but no executor can be added "
+                        "(at its bound or no free cores)",
+                        unsettled=True,
+                    )
+            elif ratio <= settings.scaling_down_ratio and job.executors > job.min_executors:
+                target = free.grant(job, job.executors - 1)
+                log.change(
+                    job,
+                    target,
+                    f"batch ratio {ratio:.2f} <= {settings.scaling_down_ratio:g}: removed one",
+                )
+        checks = keep_frozen(snapshot, state.last_check, checks)
+        return log.plan(snapshot, "every batch ratio inside the band"), DStreamRatioState(checks)
+
+    def dump_state(self, state: DStreamRatioState) -> JSONDict:
+        return {"last_check": dict(sorted(state.last_check.items()))}
+
+    def load_state(self, data: JSONDict) -> DStreamRatioState:
+        raw = data.get("last_check") or {}
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"policy state: last_check must be an object, got {raw!r}")
+        return DStreamRatioState({str(k): float(v) for k, v in raw.items()})
+
+
+def _factory(params: Mapping[str, Any]) -> DStreamRatioPolicy:
+    return DStreamRatioPolicy(build_settings(DStreamRatioSettings, params))
+
+
+register_policy(NAME, _factory)

@@ -1,0 +1,150 @@
+"""A per-job performance model, fitted online from the job's windows (``henge`` only).
+
+A Structured Streaming job runs micro-batches. The model has three numbers:
+
+- ``row_cost_s``: busy core-seconds per processed row (``capacity × cores / processed rate``),
+  the inverse of "rows per busy core-second";
+- ``overhead_s``: the fixed part of a batch's duration (planning, commit, scheduling):
+  ``batch duration − rows per batch × row cost / cores``;
+- ``trigger_s``: the configured trigger interval, seen when batches leave idle gaps between
+  them (``None``: batches run back to back, i.e. no trigger or one shorter than the batches).
+
+Each is a moving average over the reports (weight ``alpha`` for the newest). With ``P`` cores
+usable in parallel (executors × cores, at most the job's max parallelism) and input ``λ`` rows/s,
+the utilisation is ``ρ = λ·row_cost/P``. For ``ρ ≥ 1`` the job falls behind: juice ``1/ρ``,
+latency unbounded. Otherwise batches last ``d = o/(1−ρ)`` back to back, or ``d = o + ρ·T`` when
+the trigger ``T`` paces them (``T ≥ o/(1−ρ)``), with interval ``I = max(T, d)``; the mean latency
+is ``d + I/2`` and the p-th percentile ``d + (p/100)·I`` (DESIGN §2 "Latency"). Predictions are
+monotone in the executor count, so searches bisect.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+from scheduler.core.model import JobView
+from scheduler.core.slo import LatencyStat, meets_slo, utility
+
+_GAP = 0.1
+"""Batches are paced by a trigger when the interval exceeds the duration by this fraction."""
+
+_QUANTILE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
+
+
+class JobModel(NamedTuple):
+    row_cost_s: float
+    overhead_s: float | None
+    trigger_s: float | None
+    windows: int
+    last_report: float | None
+    """POSIX time of the newest report folded in (a report is folded in once)."""
+
+
+def _blend(old: float | None, new: float | None, alpha: float) -> float | None:
+    if new is None:
+        return old
+    if old is None:
+        return new
+    return old + alpha * (new - old)
+
+
+def parallel_cores(job: JobView, executors: int) -> float:
+    cores = float(executors * job.cores_per_executor)
+    if job.metrics is not None and job.metrics.max_parallelism:
+        cores = min(cores, float(job.metrics.max_parallelism))
+    return cores
+
+
+def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel | None:
+    """``previous`` updated with the job's current window (unchanged if it has nothing new)."""
+    m = job.metrics
+    if m is None:
+        return previous
+    stamp = job.last_report_at.timestamp() if job.last_report_at is not None else None
+    if (
+        previous is not None
+        and stamp is not None
+        and previous.last_report is not None
+        and stamp <= previous.last_report
+    ):
+        return previous
+    rate, capacity = m.processed_rate, m.capacity
+    if not rate or rate <= 0 or capacity is None or capacity <= 0:
+        return previous
+    executors = m.executors_reported or job.executors
+    all_cores = float(executors * job.cores_per_executor)
+    cores = min(all_cores, float(m.max_parallelism)) if m.max_parallelism else all_cores
+    if cores <= 0:
+        return previous
+    cost = capacity * all_cores / rate
+    overhead: float | None = None
+    trigger: float | None = None
+    if m.mean_batch_s is not None and m.trigger_interval_s:
+        overhead = max(0.0, m.mean_batch_s - rate * m.trigger_interval_s * cost / cores)
+        if m.trigger_interval_s > m.mean_batch_s * (1 + _GAP):
+            trigger = m.trigger_interval_s
+    if previous is None:
+        return JobModel(cost, overhead, trigger, 1, stamp)
+    return JobModel(
+        row_cost_s=previous.row_cost_s + alpha * (cost - previous.row_cost_s),
+        overhead_s=_blend(previous.overhead_s, overhead, alpha),
+        trigger_s=_blend(previous.trigger_s, trigger, alpha),
+        windows=previous.windows + 1,
+        last_report=stamp,
+    )
+
+
+def predict(
+    model: JobModel, job: JobView, executors: int, input_rate: float
+) -> tuple[float, float | None]:
+    """(juice, latency in ms) with ``executors`` at ``input_rate``; latency ``None`` if unknown."""
+    cores = parallel_cores(job, executors)
+    if cores <= 0:
+        return 0.0, math.inf
+    rho = input_rate * model.row_cost_s / cores
+    if rho >= 1:
+        return 1.0 / rho, math.inf
+    if model.overhead_s is None:
+        return 1.0, None
+    back_to_back = model.overhead_s / (1 - rho)
+    trigger = model.trigger_s or 0.0
+    if trigger >= back_to_back:
+        duration, interval = model.overhead_s + rho * trigger, trigger
+    else:
+        duration = interval = back_to_back
+    quantile = _QUANTILE[job.slo.latency_stat]
+    return 1.0, (duration + quantile * interval) * 1000.0
+
+
+def predicted_utility(model: JobModel, job: JobView, executors: int, input_rate: float) -> float:
+    juice, latency = predict(model, job, executors, input_rate)
+    return utility(job.slo, job.priority, juice, latency)
+
+
+def usable(model: JobModel | None, job: JobView, min_windows: int) -> bool:
+    """Whether the model can size ``job``: trusted, and covering the job's objectives."""
+    if model is None or model.windows < min_windows:
+        return False
+    m = job.metrics
+    if m is None or not m.input_rate or m.input_rate <= 0:
+        return False
+    return not (job.slo.has_latency and model.overhead_s is None)
+
+
+def smallest(low: int, high: int, ok: Callable[[int], bool]) -> int | None:
+    """The smallest ``n`` in [low, high] with ``ok(n)`` for a monotone ``ok``, or ``None``."""
+    if low > high or not ok(high):
+        return None
+    while low < high:
+        mid = (low + high) // 2
+        if ok(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def meets_at(model: JobModel, job: JobView, executors: int, input_rate: float) -> bool:
+    return meets_slo(predicted_utility(model, job, executors, input_rate), job.priority)

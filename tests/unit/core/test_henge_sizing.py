@@ -1,0 +1,321 @@
+"""Sizing: eq. 2.4 (henge-paper) and the fitted job model (henge)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import datetime
+
+import pytest
+
+from scheduler.core.model import ActionKind, ClusterState, JobMetrics, JobView
+from scheduler.core.policies.henge_model import JobModel, observe, predict, smallest
+from scheduler.core.policies.henge_settings import HengeSettings
+from scheduler.core.policies.henge_sizing import model_need, model_target, paper_extra
+from scheduler.core.policies.henge_state import (
+    Configuration,
+    HengeState,
+    LastAction,
+    Step,
+)
+from scheduler.core.slo import SLO, utility
+
+from .henge_builders import T0, at, job, paper, product, run, snapshot
+
+# --------------------------------------------------------------------------------------------
+# eq. 2.4
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("capacity", "extra"),
+    [
+        (0.6, 10),  # (2 - 1) × 10
+        (0.45, 5),  # (1.5 - 1) × 10
+        (0.9, 20),  # 0.9 / 0.3 is 3.0000000000000004 in floats: still 20
+        (1.0, 24),  # ceil(23.33)
+        (0.31, 1),  # ceil(0.33)
+        (0.3, 0),  # at the threshold: not congested
+        (0.1, 0),
+    ],
+)
+def test_eq_2_4_extra_executors(capacity: float, extra: int) -> None:
+    assert paper_extra(capacity, 0.3, 10) == extra
+
+
+@pytest.mark.parametrize(("threshold", "step", "extra"), [(0.5, 10, 8), (0.3, 4, 8)])
+def test_eq_2_4_follows_its_settings(threshold: float, step: int, extra: int) -> None:
+    assert paper_extra(0.9, threshold, step) == extra
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------
+
+COST = 0.002  # busy core-seconds per row: 500 rows per busy core-second
+OVERHEAD = 0.5  # seconds per batch
+
+
+def spark_metrics(
+    slo: SLO,
+    priority: float,
+    executors: int,
+    rate: float,
+    *,
+    cost: float = COST,
+    overhead: float = OVERHEAD,
+    trigger: float | None = None,
+    batch_rows_cap: float = 10_000.0,
+) -> JobMetrics:
+    """What a Structured Streaming job that follows the model would report."""
+    cores = float(executors)
+    rho = rate * cost / cores
+    if rho >= 1:  # falling behind: batches take what they can, back to back
+        duration = overhead + batch_rows_cap * cost / cores
+        interval = duration
+        processed = batch_rows_cap / duration
+        latency = math.inf
+    else:
+        back_to_back = overhead / (1 - rho)
+        if trigger is not None and trigger >= back_to_back:
+            duration, interval = overhead + rho * trigger, trigger
+        else:
+            duration = interval = back_to_back
+        processed = rate
+        latency = (duration + interval / 2) * 1000
+    juice = min(1.0, processed / rate)
+    busy = processed * cost
+    return JobMetrics(
+        utility=utility(slo, priority, juice, latency if math.isfinite(latency) else 1e9),
+        juice=juice,
+        latency_ms=latency if math.isfinite(latency) else 1e9,
+        capacity=busy / cores,
+        input_rate=rate,
+        processed_rate=processed,
+        mean_batch_s=duration,
+        trigger_interval_s=interval,
+        executors_reported=executors,
+        windows=6,
+    )
+
+
+def model_job(
+    executors: int,
+    rate: float,
+    slo: SLO,
+    *,
+    reported: datetime = T0,
+    max_executors: int = 40,
+    trigger: float | None = None,
+    priority: float = 10.0,
+) -> JobView:
+    base = job("a", priority=priority, executors=executors, max_executors=max_executors,
+               slo=slo, reported_at=reported)  # fmt: skip
+    metrics = spark_metrics(slo, priority, executors, rate, trigger=trigger)
+    return replace(base, metrics=metrics)
+
+
+def fitted(views: list[JobView], alpha: float = 0.3) -> JobModel:
+    model = None
+    for view in views:
+        model = observe(model, view, alpha)
+    assert model is not None
+    return model
+
+
+@pytest.mark.parametrize(
+    ("executors", "rate", "trigger"),
+    [
+        (4, 4000.0, None),  # falling behind (ρ = 2)
+        (20, 4000.0, None),  # keeping up, batches back to back
+        (20, 4000.0, 5.0),  # keeping up, paced by a 5 s trigger
+    ],
+)
+def test_model_recovers_rows_per_core_second_overhead_and_trigger(
+    executors: int, rate: float, trigger: float | None
+) -> None:
+    slo = SLO(latency_ms=2000.0)
+    views = [model_job(executors, rate, slo, reported=at(10 * k), trigger=trigger)
+             for k in range(3)]  # fmt: skip
+    model = fitted(views)
+    assert model.windows == 3
+    assert model.row_cost_s == pytest.approx(COST)
+    assert model.overhead_s == pytest.approx(OVERHEAD)
+    if trigger is None:
+        assert model.trigger_s is None
+    else:
+        assert model.trigger_s == pytest.approx(trigger)
+
+
+def test_model_folds_each_report_once() -> None:
+    view = model_job(4, 4000.0, SLO(latency_ms=2000.0))
+    once = observe(None, view, 0.3)
+    assert observe(once, view, 0.3) == once
+
+
+def test_model_prediction_matches_the_job_it_was_fitted_on() -> None:
+    slo = SLO(latency_ms=2000.0)
+    model = fitted([model_job(20, 4000.0, slo, reported=at(10 * k)) for k in range(3)])
+    for executors in (10, 16, 40):
+        truth = spark_metrics(slo, 10.0, executors, 4000.0)
+        juice, latency = predict(model, model_job(executors, 4000.0, slo), executors, 4000.0)
+        assert juice == pytest.approx(1.0)
+        assert latency == pytest.approx(truth.latency_ms)
+
+
+def test_model_sizing_smallest_count_meeting_slo_with_headroom() -> None:
+    # 4000 rows/s at 500 rows per core-second, 0.5 s per batch, latency SLO 2 s (mean):
+    # latency = 1.5 × 0.5 / (1 - ρ) <= 2 needs ρ <= 0.625. With 20 % headroom (4800 rows/s),
+    # ρ = 9.6 / n: n >= 15.36 → 16. Without headroom 13 would do.
+    slo = SLO(latency_ms=2000.0)
+    views = [model_job(4, 4000.0, slo, reported=at(10 * k)) for k in range(3)]
+    model = fitted(views)
+    sizing = model_target(views[-1], model, HengeSettings())
+    assert sizing.target == 16
+    assert not sizing.unattainable
+    assert model_target(views[-1], model, HengeSettings(headroom=0.0)).target == 13
+
+
+def test_model_sizing_falls_back_to_no_headroom_near_the_bound() -> None:
+    slo = SLO(latency_ms=2000.0)
+    views = [model_job(4, 4000.0, slo, reported=at(10 * k), max_executors=14)
+             for k in range(3)]  # fmt: skip
+    sizing = model_target(views[-1], fitted(views), HengeSettings())
+    assert sizing.target == 13
+
+
+def test_smallest_bisects_a_monotone_predicate() -> None:
+    assert smallest(1, 100, lambda n: n * n >= 50) == 8
+    assert smallest(1, 5, lambda n: n > 5) is None
+    assert smallest(3, 3, lambda n: True) == 3
+
+
+def _model_state(views: list[JobView], **extra: object) -> HengeState:
+    return HengeState(models={"a": fitted(views)}, **extra)  # type: ignore[arg-type]
+
+
+def test_henge_sizes_from_the_model_and_henge_paper_from_eq_2_4() -> None:
+    slo = SLO(latency_ms=2000.0)
+    views = [model_job(4, 4000.0, slo, reported=at(10 * k)) for k in range(3)]
+    state = _model_state(views[:2])  # the third report is folded in by the round itself
+    snap = snapshot([views[-1]], when=at(20))
+    plan, new_state = run(product(), snap, state, at(20))
+    assert plan.action is ActionKind.RECONFIGURE
+    assert [(c.from_executors, c.to_executors) for c in plan.changes] == [(4, 16)]
+    assert new_state.models["a"].windows == 3
+    # eq. 2.4 at capacity 0.909: +21.
+    capacity = views[-1].metrics.capacity  # type: ignore[union-attr]
+    plan, _ = run(paper(), snap, HengeState(), at(20))
+    assert [c.to_executors for c in plan.changes] == [4 + paper_extra(capacity, 0.3, 10)]
+
+
+def test_henge_falls_back_to_eq_2_4_until_the_model_is_trusted() -> None:
+    slo = SLO(latency_ms=2000.0)
+    view = model_job(4, 4000.0, slo)
+    plan, state = run(product(), snapshot([view]), HengeState(), T0)
+    capacity = view.metrics.capacity  # type: ignore[union-attr]
+    assert [c.to_executors for c in plan.changes] == [4 + paper_extra(capacity, 0.3, 10)]
+    assert state.models["a"].windows == 1
+
+
+def test_unattainable_slo_blacklisted_at_once() -> None:
+    # A 400 ms latency SLO with 0.5 s of overhead per batch: even infinite executors cannot
+    # beat 1.5 × 0.5 s = 750 ms. At 20 of at most 24 executors, more would add < 5 % utility.
+    slo = SLO(latency_ms=400.0)
+    views = [model_job(20, 4000.0, slo, reported=at(10 * k), max_executors=24)
+             for k in range(3)]  # fmt: skip
+    model = fitted(views)
+    sizing = model_target(views[-1], model, HengeSettings())
+    assert sizing.unattainable
+    assert sizing.target is None
+    plan, state = run(product(), snapshot([views[-1]], when=at(20)), _model_state(views[:2]),
+                      at(20))  # fmt: skip
+    assert plan.action is ActionKind.NONE
+    assert "unattainable" in plan.reason
+    assert state.blacklist == {"a": at(20 + 3600)}
+    # The paper does not know: eq. 2.4 at capacity 0.4 gives +4 executors.
+    plan, state = run(paper(), snapshot([views[-1]], when=at(20)), HengeState(), at(20))
+    assert plan.action is ActionKind.RECONFIGURE
+    assert [c.to_executors for c in plan.changes] == [24]
+    assert state.blacklist == {}
+
+
+def test_unreachable_slo_still_grows_when_utility_would_rise() -> None:
+    # Same floor, but from 4 executors (falling behind) more executors raise utility a lot.
+    slo = SLO(latency_ms=400.0)
+    views = [model_job(4, 4000.0, slo, reported=at(10 * k)) for k in range(3)]
+    sizing = model_target(views[-1], fitted(views), HengeSettings())
+    assert not sizing.unattainable
+    assert sizing.target is not None
+    assert 4 < sizing.target <= 40
+
+
+# --------------------------------------------------------------------------------------------
+# henge: giving back executors a converged job does not need
+# --------------------------------------------------------------------------------------------
+
+
+def _converged_with_model(views: list[JobView]) -> HengeState:
+    return HengeState(
+        cluster_state=ClusterState.CONVERGED,
+        last_action=LastAction(Step.REVERT, at(-600)),
+        history=(Configuration(at(-700), {"a": 20}, 10.0, 10.0),),
+        record_due=False,
+        converged_fraction=1.0,
+        converged_jobs=frozenset({"a"}),
+        models={"a": fitted(views)},
+    )
+
+
+@pytest.mark.parametrize(
+    ("executors", "need", "min_fraction"),
+    [
+        (20, 4, 0.2),
+        (5, 4, 0.2),  # one of five is exactly 20 %
+        (4, None, 0.2),  # needs all it has
+        (5, None, 0.3),  # one of five is less than 30 %
+    ],
+)
+def test_model_need_for_give_back(executors: int, need: int | None, min_fraction: float) -> None:
+    # 1000 rows/s (1200 with headroom), 0.5 s overhead: latency 0.75 / (1 - 2.4/n) <= 2
+    # needs n >= 3.84 → 4 executors.
+    slo = SLO(latency_ms=2000.0)
+    views = [model_job(executors, 1000.0, slo, reported=at(10 * k)) for k in range(3)]
+    settings = HengeSettings(give_back_min_fraction=min_fraction)
+    assert model_need(views[-1], fitted(views), settings) == need
+
+
+def test_give_back_when_converged_and_undo_when_slo_lost() -> None:
+    slo = SLO(latency_ms=2000.0)
+    views = [model_job(20, 1000.0, slo, reported=at(10 * k)) for k in range(3)]
+    state = _converged_with_model(views)
+    snap = snapshot([views[-1]], when=at(30))
+    paper_plan, _ = run(paper(), snap, state, at(30))
+    assert paper_plan.action is ActionKind.NONE  # the paper never gives back
+
+    plan, state = run(product(), snap, state, at(30))
+    assert plan.action is ActionKind.RECONFIGURE
+    assert "giving back" in plan.reason
+    assert [(c.from_executors, c.to_executors) for c in plan.changes] == [(20, 4)]
+    assert state.cluster_state is ClusterState.CONVERGED
+
+    # After quiescing, the job misses its SLO: the give-back is undone and not tried again.
+    worse = replace(views[-1], executors=4, last_report_at=at(90))
+    worse = replace(worse, metrics=replace(worse.metrics, utility=7.0))  # type: ignore[arg-type]
+    plan, state = run(product(), snapshot([worse], when=at(90)), state, at(90))
+    assert plan.action is ActionKind.RECONFIGURE
+    assert [(c.from_executors, c.to_executors) for c in plan.changes] == [(4, 20)]
+    assert state.give_back_blacklist == {"a": at(90 + 3600)}
+
+
+def test_give_back_kept_when_slo_holds() -> None:
+    slo = SLO(latency_ms=2000.0)
+    views = [model_job(20, 1000.0, slo, reported=at(10 * k)) for k in range(3)]
+    _, state = run(product(), snapshot([views[-1]], when=at(30)), _converged_with_model(views),
+                   at(30))  # fmt: skip
+    after = model_job(4, 1000.0, slo, reported=at(90))
+    plan, state = run(product(), snapshot([after], when=at(90)), state, at(90))
+    assert plan.action is ActionKind.NONE
+    assert state.give_back_blacklist == {}
+    assert state.last_action is not None
+    assert state.last_action.judged
