@@ -42,6 +42,11 @@ def node_fits(node: NodeView, executor_cores: float, executor_memory_mb: float =
     return int(count)
 
 
+def room_for(cluster: ClusterView, executor_cores: float, executor_memory_mb: float = 0.0) -> int:
+    """How many more executors of the given size can be placed, each whole on one ready node."""
+    return sum(node_fits(n, executor_cores, executor_memory_mb) for n in cluster.nodes)
+
+
 def node_congested(
     node: NodeView, executor_cores: float = 1.0, executor_memory_mb: float = 0.0
 ) -> bool:

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, text
 
 from scheduler.api.app import create_app
 from scheduler.cluster.static import StaticCluster
 from scheduler.core.decide import CoreSettings
-from scheduler.loop import SchedulerLoop
+from scheduler.loop import ROUND_LOCK_KEY, SchedulerLoop
 from scheduler.realize.agent import AgentRealizer
 from scheduler.registry import migrate
 from scheduler.registry.engine import make_engine, make_session_factory
@@ -156,3 +156,23 @@ def test_loop_runs_rounds_and_resumes_from_stored_state(
         late = session.scalars(select(Action).join(Round).where(Round.number > 8)).all()
         assert all(a.job_id != jobs["slow"]["id"] for a in late)
         assert stored_state(engine)["policy"] == "henge-paper"
+
+
+def test_a_round_is_skipped_while_another_process_holds_the_round_lock(
+    api: TestClient, engine: Engine, clock: FixedClock
+):
+    register(api)
+    loop = new_loop(engine, clock)
+    other = make_engine(engine.url.render_as_string(hide_password=False), pool_size=1)
+    try:
+        with other.connect() as conn, conn.begin():
+            # Another replica in the middle of its round.
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ROUND_LOCK_KEY})
+            assert loop.run_round() is None
+        # Lock released with the other transaction: this replica runs the next round.
+        outcome = loop.run_round()
+        assert outcome is not None and outcome.number == 1
+    finally:
+        other.dispose()
+    with make_session_factory(engine)() as session:
+        assert session.scalar(select(func.count()).select_from(Round)) == 1

@@ -22,8 +22,9 @@ One round, for the whole cluster, on the jobs ``decide`` counted (fresh, with me
 5. ``not_converged``: with every SLO met, count ``settle_rounds`` settled rounds, then go to
    ``converged``. Otherwise reconfigure: candidates are the jobs missing their SLO that are not
    blacklisted, by priority descending then lower utility; the head grows by the sizing rule,
-   bounded by its upper bound and the free cores. When not one executor of it fits, the
-   cluster counts as congested: ``reduce`` if (b) and (c) hold, else the next candidate.
+   bounded by its upper bound and the free cores, each executor whole on one node. When not one
+   executor of it fits, the cluster counts as congested: ``reduce`` if (b) and (c) hold, else
+   the next candidate.
 
 Every round returns one action, ``none`` with the reason when nothing is done.
 """
@@ -38,7 +39,7 @@ from typing import Any
 
 from scheduler.core.admission import AdmissionRule
 from scheduler.core.bounds import executors_that_fit, upper_bound
-from scheduler.core.cluster import cluster_congested
+from scheduler.core.cluster import cluster_congested, room_for
 from scheduler.core.model import ActionKind, Change, ClusterState, JobView, Plan, Snapshot
 from scheduler.core.policies import henge_state
 from scheduler.core.policies.henge_model import JobModel, observe, usable
@@ -401,7 +402,8 @@ class _Round:
         if st.converged_fraction is None:
             self.update(converged_fraction=self.fraction, converged_jobs=frozenset(self.by_id))
             return self.none(f"converged (utility fraction {self.fraction:.3f})")
-        if st.converged_fraction - self.fraction > self.s.converged_drop:
+        # "A drop of more than 5 %" is relative to the utility the cluster converged at.
+        if self.fraction < st.converged_fraction * (1 - self.s.converged_drop):
             self.notes.append(
                 f"utility fraction fell from {st.converged_fraction:.3f} to "
                 f"{self.fraction:.3f}: history forgotten"
@@ -492,7 +494,12 @@ class _Round:
             if sizing.target is None or sizing.target <= job.executors:
                 passed.append(f"{job.name}: {sizing.note}")
                 continue
-            fit = executors_that_fit(job, free)
+            # Each executor must fit whole on one node (cores and memory): one that does not
+            # stays pending, so free cores scattered over the nodes are no room.
+            fit = min(
+                executors_that_fit(job, free),
+                room_for(self.snapshot.cluster, job.cores_per_executor, job.memory_mb),
+            )
             if fit == 0:
                 if not reduce_tried:
                     reduce_tried = True

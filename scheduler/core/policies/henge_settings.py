@@ -34,8 +34,9 @@ class HengeSettings:
     """A job's input rate moving by more than this fraction since its reduction is an external
     change that clears its reduction mark (§2.6.2)."""
     converged_drop: float = 0.05
-    """In ``converged``, a drop of the utility fraction (total / maximum) by more than this
-    forgets the history and goes to ``not_converged`` (§2.6.3)."""
+    """In ``converged``, a relative drop of the utility fraction (total / maximum) by more than
+    this, against the fraction it converged at, forgets the history and goes to
+    ``not_converged`` (§2.6.3)."""
     settle_rounds: int = 4
     """Rounds at maximum utility, after quiescing, before going to ``converged`` (§2.6.1)."""
     capacity_threshold: float = 0.3

@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 
 from scheduler.core.decide import CoreSettings, SchedulerState, decide
-from scheduler.core.model import ActionKind, ClusterState, JobStatus
+from scheduler.core.model import ActionKind, ClusterState, ClusterView, JobStatus, NodeView
+from scheduler.core.policies.henge_settings import PRODUCT_SWITCHES, HengeSettings
 from scheduler.core.policies.henge_state import (
     Configuration,
     HengeState,
@@ -71,6 +72,20 @@ def test_freshness_outage_takes_no_action() -> None:
     assert plan.changes == ()
     assert new_state.in_outage
     assert new_state.policy_state == state.policy_state  # the policy did not run
+
+
+@pytest.mark.parametrize(("stale_count", "outage"), [(1, False), (2, False), (3, True)])
+def test_freshness_outage_needs_more_than_half_of_the_jobs_stale(
+    stale_count: int, outage: bool
+) -> None:
+    old = T0 - timedelta(seconds=120)
+    jobs = [job(n, utility=2.0, capacity=0.9) for n in "abcd"]
+    jobs = [replace(j, last_report_at=old) if k < stale_count else j for k, j in enumerate(jobs)]
+    plan, new_state = decide(snapshot(jobs), SchedulerState.initial(HENGE_PAPER), HENGE_PAPER, T0)
+    assert ("outage" in plan.reason) is outage
+    assert new_state.in_outage is outage
+    assert (plan.action is ActionKind.NONE) is outage
+    assert len(plan.frozen_jobs) == stale_count
 
 
 def test_freshness_observes_after_outage_before_acting() -> None:
@@ -213,6 +228,37 @@ def test_reduce_requires_congestion_slo_met_and_no_prior_reduction(
         assert new_state.cluster_state is ClusterState.NOT_CONVERGED
     else:
         assert new_state.cluster_state is ClusterState.CONVERGED
+
+
+_FULL = {"cores_requested": 8.0}  # no room for one more executor
+_BUSY = {"cpu_used": 8.0}  # CPU use at its allocatable cores
+_IDLE: dict[str, object] = {}
+
+
+@pytest.mark.parametrize(
+    ("node_states", "congested"),
+    [
+        ((_FULL, _FULL, _IDLE), True),
+        ((_BUSY, _BUSY, _IDLE), True),
+        ((_BUSY, _FULL, _IDLE), True),
+        ((_FULL, _IDLE, _IDLE), False),  # a minority
+        ((_FULL, _FULL, _IDLE, _IDLE), False),  # exactly half is no majority
+        (({"cpu_used": 7.9}, {"cpu_used": 7.9}, _IDLE), False),  # below its cores
+        ((_FULL, {"ready": False}, {"ready": False}), True),  # only ready nodes count
+    ],
+)
+def test_reduce_condition_a_cluster_congested_when_a_majority_of_nodes_are(
+    node_states: tuple[dict[str, object], ...], congested: bool
+) -> None:
+    jobs, state = _judging(5.0, 3.0)
+    nodes = tuple(
+        NodeView(f"n{k}", 8.0, 1 << 20, **args)  # type: ignore[arg-type]
+        for k, args in enumerate(node_states)
+    )
+    snap = replace(snapshot(jobs, when=at(60)), cluster=ClusterView(nodes))
+    plan, _ = run(paper(), snap, state, at(60))
+    assert plan.action is (ActionKind.REDUCE if congested else ActionKind.REVERT)
+    assert ("cluster not congested" in plan.reason) is not congested
 
 
 def test_reduce_cuts_slo_meeting_uncongested_jobs_by_fraction() -> None:
@@ -478,7 +524,7 @@ def test_reconfigure_bounded_by_max_useful_parallelism_and_free_capacity(
     job_args: dict[str, int], free: float, target: int
 ) -> None:
     views = [job("a", utility=2.0, capacity=0.6, **job_args)]  # type: ignore[arg-type]
-    plan, _ = run(paper(), snapshot(views, free=free), None, T0)
+    plan, _ = run(paper(), snapshot(views, free=free, nodes=1), None, T0)  # free on one node
     if target == 4:
         assert plan.action is ActionKind.NONE
         assert "upper bound" in plan.reason
@@ -499,6 +545,40 @@ def test_reconfigure_without_room_reduces_when_b_and_c_hold() -> None:
     assert set(state.reduced) == {"m"}
 
 
+@pytest.mark.parametrize(
+    ("free_per_node", "memory_free_mb", "expected", "target"),
+    [
+        ((1.0, 1.0, 1.0, 1.0), 1 << 20, ActionKind.REDUCE, None),  # 4 cores, none for a 2-core
+        ((3.0, 3.0, 1.0, 1.0), 1 << 20, ActionKind.RECONFIGURE, 6),  # 8 cores, 2 executors
+        ((8.0, 8.0, 8.0, 8.0), 512, ActionKind.REDUCE, None),  # cores, but no memory
+    ],
+)
+def test_reconfigure_without_room_counts_an_executor_only_where_it_fits_whole(
+    free_per_node: tuple[float, ...],
+    memory_free_mb: float,
+    expected: ActionKind,
+    target: int | None,
+) -> None:
+    """An executor that fits on no single node stays pending: scattered free cores are no room."""
+    views = [
+        job("a", utility=2.0, capacity=0.6, cores=2, memory_mb=1024),
+        job("m", executors=10, capacity=0.1),
+    ]
+    nodes = tuple(
+        NodeView(f"n{k}", 16.0, 1 << 20, cores_requested=16.0 - free,
+                 memory_requested_mb=float((1 << 20) - memory_free_mb))
+        for k, free in enumerate(free_per_node)
+    )  # fmt: skip
+    snap = replace(snapshot(views), cluster=ClusterView(nodes))
+    plan, _ = run(paper(), snap, None, T0)
+    assert plan.action is expected
+    if target is None:
+        assert "no room for a" in plan.reason
+        assert [(c.job_id, c.to_executors) for c in plan.changes] == [("m", 2)]
+    else:
+        assert [(c.job_id, c.to_executors) for c in plan.changes] == [("a", target)]
+
+
 @pytest.mark.parametrize("why", ["prior reduction", "no job meets its SLO"])
 def test_reconfigure_without_room_passes_over_to_next_candidate(why: str) -> None:
     views = [
@@ -509,7 +589,7 @@ def test_reconfigure_without_room_passes_over_to_next_candidate(why: str) -> Non
     state = HengeState()
     if why == "prior reduction":
         state = HengeState(reduced={"m": 1000.0}, reduced_jobs=frozenset({"a", "b", "m"}))
-    plan, _ = run(paper(), snapshot(views, free=1.0), state, T0)
+    plan, _ = run(paper(), snapshot(views, free=1.0, nodes=1), state, T0)
     assert plan.action is ActionKind.RECONFIGURE
     assert plan.job_id == "b"
     assert [(c.job_id, c.to_executors) for c in plan.changes] == [("b", 5)]
@@ -647,3 +727,36 @@ def test_policy_change_starts_the_new_policy_afresh() -> None:
     plan, new_state = decide(snapshot([job("a")]), state, new, T0)
     assert new_state.policy == "static"
     assert plan.action is ActionKind.NONE
+
+
+# --------------------------------------------------------------------------------------------
+# "Every constant above is a setting with the paper's value as default"
+# --------------------------------------------------------------------------------------------
+
+
+def test_every_constant_is_a_setting_with_the_paper_default() -> None:
+    core = CoreSettings()
+    assert core.stale_after_s == 30.0  # 3 sub-windows of 10 s
+    assert core.outage_fraction == 0.5
+    assert core.recovery_observe_s == 300.0
+    henge = HengeSettings()
+    assert (henge.round_interval_s, henge.quiesce_s) == (10.0, 60.0)
+    assert (henge.min_gain, henge.blacklist_ttl_s) == (0.05, 3600.0)
+    assert (henge.reduction_fraction, henge.rate_change) == (0.8, 0.2)
+    assert (henge.converged_drop, henge.settle_rounds) == (0.05, 4)
+    assert (henge.capacity_threshold, henge.step) == (0.3, 10)
+    # The paper's state machine: none of the product's switches.
+    assert not any(getattr(henge, name) for name in PRODUCT_SWITCHES)
+
+
+@pytest.mark.parametrize(("a_utility", "leaves"), [(1.6, False), (1.2, True)])
+def test_converged_drop_is_relative_to_the_converged_utility(
+    a_utility: float, leaves: bool
+) -> None:
+    # Converged at 12 of 20 (0.6). 11.6 is a 3.3 % drop: stay. 11.2 is 0.04 below in fraction
+    # points but a 6.7 % drop relative to 0.6: more than 5 %, so the history is forgotten.
+    jobs = [job("a", utility=a_utility, capacity=0.6), job("b")]
+    state = replace(_converged_state(), converged_fraction=0.6)
+    _, new_state = run(paper(), snapshot(jobs), state, T0)
+    expected = ClusterState.NOT_CONVERGED if leaves else ClusterState.CONVERGED
+    assert new_state.cluster_state is expected
