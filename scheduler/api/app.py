@@ -74,6 +74,8 @@ async def _log_requests(
     request: Request, call_next: Callable[[Request], Awaitable[Response]]
 ) -> Response:
     started = time.perf_counter()
+    # Each request starts with a clean log context; routes bind the tenant and job they serve.
+    structlog.contextvars.clear_contextvars()
     response = await call_next(request)
     elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
     # Never log headers or query strings: they may carry tokens.

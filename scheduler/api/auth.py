@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass
 from enum import StrEnum
 
+import structlog
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
@@ -71,10 +72,12 @@ def principal(
     if token.startswith(TENANT_PREFIX):
         tenant_id = session.scalar(select(Tenant.id).where(Tenant.token_hash == digest))
         if tenant_id is not None:
+            structlog.contextvars.bind_contextvars(tenant=tenant_id)
             return Principal(Role.TENANT, tenant_id=tenant_id)
     elif token.startswith(AGENT_PREFIX):
         job_id = session.scalar(select(Job.id).where(Job.agent_token_hash == digest))
         if job_id is not None:
+            structlog.contextvars.bind_contextvars(job=job_id)
             return Principal(Role.AGENT, job_id=job_id)
     raise _unauthorized("unknown token")
 

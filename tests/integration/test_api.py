@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from scheduler.registry import repository as repo
 from scheduler.registry.tables import Action, Job, MetricWindow, Round, Tenant
 from tests.conftest import ADMIN, bearer
 
@@ -563,3 +564,14 @@ def test_ingestion_stores_utility_juice_latency_and_capacity(
     assert point["input_rate"] == pytest.approx(2000)
     shown = api.get(f"/v1/jobs/{agent_job['id']}", headers=ADMIN).json()
     assert shown["utility"] == pytest.approx(17.5) and shown["juice"] == pytest.approx(0.95)
+
+
+def test_retention_purges_only_windows_older_than_the_cutoff(
+    api: TestClient, agent_job: dict[str, Any], db_session: Session
+):
+    for i in range(4):
+        post_report(api, agent_job, report_body(T0 + timedelta(days=i)))
+    cutoff = repo.retention_cutoff(T0 + timedelta(days=3, seconds=10), days=1.5)
+    assert repo.purge_windows(db_session, cutoff) == 2
+    left = db_session.scalars(select(MetricWindow.window_end).order_by(MetricWindow.window_end))
+    assert [w.day for w in left] == [3, 4]
