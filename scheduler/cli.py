@@ -6,14 +6,16 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 import yaml
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from scheduler.bench.ingest import ingest as bench_ingest
 from scheduler.client import ClientError, HengeClient, resolve_config
 
 app = typer.Typer(
@@ -38,11 +40,11 @@ err = Console(stderr=True)
 UrlOpt = Annotated[
     str | None,
     typer.Option(
-        "--url", help="API URL [env HENGE_URL, config file; default http://127.0.0.1:8080]."
+        "--url", help="API URL \\[env HENGE_URL, config file; default http://127.0.0.1:8080]."
     ),
 ]
 TokenOpt = Annotated[
-    str | None, typer.Option("--token", help="Bearer token [env HENGE_TOKEN, config file].")
+    str | None, typer.Option("--token", help="Bearer token \\[env HENGE_TOKEN, config file].")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 
@@ -91,8 +93,11 @@ def serve(
     ] = False,
 ) -> None:
     """Run the HTTP API and the scheduling loop until interrupted."""
+    from sqlalchemy.exc import OperationalError
+
     from scheduler.config import load_settings
     from scheduler.logs import configure_logging
+    from scheduler.service import SchemaBehindError
     from scheduler.service import serve as run
 
     settings = load_settings(
@@ -106,7 +111,14 @@ def serve(
         raise CLIError(
             "set HENGE_ADMIN_TOKEN (the admin's bearer token) before starting the server"
         )
-    run(settings)
+    try:
+        run(settings)
+    except SchemaBehindError as exc:
+        raise CLIError(str(exc)) from exc
+    except OperationalError as exc:
+        raise CLIError(
+            f"cannot reach the registry database: {str(exc.orig or exc).splitlines()[0]}"
+        ) from exc
 
 
 @app.command()
@@ -374,19 +386,65 @@ def rounds(
     )
 
 
+# ---- benchmarks ------------------------------------------------------------------------------
+
+bench_app.command("ingest")(bench_ingest)
+
+
+def _fail(message: str) -> NoReturn:
+    # escape: messages quote user input and pydantic text such as "[min, max]", which Rich
+    # would read as markup; soft_wrap: one line, however narrow the terminal or pipe.
+    err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    sys.exit(1)
+
+
+@app.command()
+def demo(
+    seconds: Annotated[float, typer.Option(help="How long to run the scenario.")] = 60.0,
+    serve_after: Annotated[
+        bool, typer.Option("--serve", help="Keep serving the API afterwards, until interrupted.")
+    ] = False,
+) -> None:
+    """Run a short multi-tenant scenario on the embedded defaults (SQLite, synthetic cluster)."""
+    from scheduler.demo import run_demo
+    from scheduler.logs import configure_logging
+
+    configure_logging("warning", "console")
+    run_demo(seconds=seconds, keep_serving=serve_after, console=out)
+
+
+@bench_app.command("overhead")
+def bench_overhead(
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the figures here.")
+    ] = None,
+    sizes: Annotated[str, typer.Option(help="Job counts, comma-separated.")] = "100,1000,10000",
+    repeats: Annotated[int, typer.Option(help="Timed decide() calls per size.")] = 30,
+) -> None:
+    """Time decide() on synthetic snapshots of many jobs (median and p99 in ms)."""
+    from scheduler.bench.overhead import measure_decide
+
+    try:
+        counts = tuple(int(s) for s in sizes.split(","))
+    except ValueError as exc:
+        raise CLIError(f"--sizes takes whole numbers separated by commas, not {sizes!r}") from exc
+    result = measure_decide(counts, repeats=repeats)
+    rows = [[n, f"{v['median']:.2f}", f"{v['p99']:.2f}"] for n, v in result["decide_ms"].items()]
+    _table("decide() with the henge policy", ["jobs", "median ms", "p99 ms"], rows)
+    if json_file is not None:
+        json_file.parent.mkdir(parents=True, exist_ok=True)
+        json_file.write_text(json.dumps(result, indent=2) + "\n")
+        out.print(f"wrote {json_file}")
+
+
 def main() -> None:
     """Entry point: every expected failure becomes one line on stderr and exit code 1."""
     try:
         app()
     except (CLIError, ClientError) as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        sys.exit(1)
+        _fail(str(exc))
     except ValidationError as exc:
         first = exc.errors()[0]
-        err.print(
-            f"[red]error:[/] bad setting {'.'.join(map(str, first['loc']))}: {first['msg']}",
-            highlight=False,
-        )
-        sys.exit(1)
+        _fail(f"bad setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
     except KeyboardInterrupt:
         sys.exit(130)

@@ -1,0 +1,493 @@
+"""``henge bench ingest``: how many agent reports per second the API sustains, and how fast.
+
+Creates a tenant and one job per simulated agent through the API, then runs the agents
+concurrently on loopback (asyncio + httpx): each posts consecutive 10-second windows of
+realistic report bodies to ``/v1/jobs/{id}/reports`` as fast as the server answers. The goal
+(DESIGN §8) is at least 1,000 reports/s with p99 latency under 100 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import secrets
+import statistics
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.console import Console
+
+from scheduler.client import ClientError, describe_error
+
+GOAL_REPORTS_PER_S = 1000.0
+GOAL_P99_MS = 100.0
+SUB_WINDOW_S = 10
+
+
+@dataclass
+class IngestResult:
+    url: str
+    agents: int
+    seconds: float
+    reports: int
+    errors: int
+    reports_per_s: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    duplicates: int = 0
+    client_cpu_fraction: float = 0.0
+    error_samples: list[str] = field(default_factory=list)
+    server: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def goal_met(self) -> bool:
+        return (
+            self.errors == 0
+            and self.reports_per_s >= GOAL_REPORTS_PER_S
+            and self.p99_ms < GOAL_P99_MS
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["goal"] = {
+            "reports_per_s": GOAL_REPORTS_PER_S,
+            "p99_ms": GOAL_P99_MS,
+            "met": self.goal_met,
+        }
+        return data
+
+
+# ---- realistic report bodies -----------------------------------------------------------------
+
+
+class SimulatedJob:
+    """One streaming job's metrics, evolving window by window: a noisy input rate around a
+    base, executors with finite throughput, a backlog that grows when input outpaces them,
+    two to five micro-batches per window, latencies that follow the backlog, a 3-operator graph.
+    """
+
+    def __init__(self, rng: random.Random, start: datetime) -> None:
+        self.rng = rng
+        self.window_start = start
+        self.executors = rng.randint(2, 12)
+        self.cores = rng.choice((1, 1, 2, 4))
+        self.base_rate = rng.uniform(500, 20_000)  # rows/s
+        self.per_core_rate = rng.uniform(300, 3_000)  # rows/s one core can process
+        self.backlog = 0.0
+        self.sources = ["events"] if rng.random() < 0.7 else ["events", "clicks"]
+
+    def next_report(self) -> dict[str, Any]:
+        rng = self.rng
+        start = self.window_start
+        end = start + timedelta(seconds=SUB_WINDOW_S)
+        self.window_start = end
+        if rng.random() < 0.02:  # the tenant's traffic moves now and then; executors follow
+            self.base_rate *= rng.uniform(0.7, 1.4)
+            self.executors = max(1, self.executors + rng.choice((-1, 1)))
+        arrived = max(0.0, rng.gauss(self.base_rate, self.base_rate * 0.1)) * SUB_WINDOW_S
+        capacity = self.executors * self.cores * self.per_core_rate * SUB_WINDOW_S
+        processed = min(arrived + self.backlog, capacity * rng.uniform(0.85, 1.0))
+        self.backlog = max(0.0, self.backlog + arrived - processed)
+        busy = min(1.0, processed / capacity if capacity else 0.0) * rng.uniform(0.8, 1.0)
+        slots = self.executors * self.cores
+
+        n_batches = rng.randint(2, 5)
+        bounds = sorted(rng.uniform(0, SUB_WINDOW_S) for _ in range(n_batches - 1))
+        edges = [0.0, *bounds, float(SUB_WINDOW_S)]
+        batches = []
+        left = processed
+        for i in range(n_batches):
+            rows = left if i == n_batches - 1 else processed / n_batches * rng.uniform(0.8, 1.2)
+            rows = max(0.0, min(rows, left))
+            left -= rows
+            b_start = start + timedelta(seconds=edges[i])
+            b_end = start + timedelta(seconds=max(edges[i], edges[i + 1] - 0.05))
+            batches.append(
+                {
+                    "start": _iso(b_start),
+                    "end": _iso(b_end),
+                    "rows": round(rows),
+                    "backlog_at_start": round(self.backlog * rng.uniform(0.5, 1.5)),
+                }
+            )
+        mean_latency = 200 + 1000 * SUB_WINDOW_S * self.backlog / max(capacity, 1.0)
+        mean_latency *= rng.uniform(0.8, 1.2)
+        shares = [rng.uniform(0.3, 1.0) for _ in self.sources]
+        total_share = sum(shares)
+        sources = [
+            {
+                "name": name,
+                "arrived_rows": round(arrived * share / total_share),
+                "processed_rows": round(processed * share / total_share),
+                "backlog_rows": round(self.backlog * share / total_share),
+            }
+            for name, share in zip(self.sources, shares, strict=True)
+        ]
+        selectivity = rng.uniform(0.2, 0.6)
+        return {
+            "window_start": _iso(start),
+            "window_end": _iso(end),
+            "executors": self.executors,
+            "cores_per_executor": self.cores,
+            "busy_core_ms": round(busy * slots * SUB_WINDOW_S * 1000),
+            "max_parallelism": slots * rng.choice((2, 4)),
+            "sources": sources,
+            "batches": batches,
+            "latency_ms": {
+                "mean": round(mean_latency, 1),
+                "p95": round(mean_latency * rng.uniform(1.3, 1.8), 1),
+                "p99": round(mean_latency * rng.uniform(1.8, 2.6), 1),
+            },
+            "edges": [
+                {
+                    "parent": "source",
+                    "child": "parse",
+                    "sent": round(arrived),
+                    "executed": round(processed),
+                },
+                {
+                    "parent": "parse",
+                    "child": "aggregate",
+                    "sent": round(processed),
+                    "executed": round(processed * selectivity),
+                },
+            ],
+        }
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def job_definition(index: int, rng: random.Random) -> dict[str, Any]:
+    return {
+        "name": f"ingest-{index:04d}",
+        "priority": rng.choice((1, 5, 10, 35, 70)),
+        "slo": {
+            "latency_ms": rng.choice((500, 1000, 2000, 5000)),
+            "latency_stat": "mean",
+            "juice": rng.choice((0.9, 0.95, 1.0)),
+        },
+        "executors": {"initial": 2, "min": 1, "max": 40, "cores": 1, "memory_mb": 2048},
+        "actuator": "agent",
+    }
+
+
+# ---- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Agent:
+    job_id: str
+    token: str
+    job: SimulatedJob
+
+
+def _check(response: httpx.Response, what: str) -> Any:
+    if response.status_code >= 400:
+        raise ClientError(f"{what}: {describe_error(response)}")
+    return response.json()
+
+
+def setup_agents(url: str, admin_token: str, agents: int, seed: int) -> list[_Agent]:
+    """A new tenant with ``agents`` jobs, registered through the API."""
+    rng = random.Random(seed)
+    # Start the windows a day back, so they stay in the past for hours of windows.
+    start = (datetime.now(UTC) - timedelta(days=1)).replace(microsecond=0)
+    with httpx.Client(base_url=url, timeout=30) as http:
+        try:
+            tenant = _check(
+                http.post(
+                    "/v1/tenants",
+                    json={"name": f"bench-{secrets.token_hex(4)}"},
+                    headers={"Authorization": f"Bearer {admin_token}"},
+                ),
+                "creating the bench tenant",
+            )
+        except httpx.HTTPError as exc:
+            raise ClientError(f"cannot reach the Henge API at {url}: {exc}") from exc
+        tenant_auth = {"Authorization": f"Bearer {tenant['token']}"}
+        made = []
+        for i in range(agents):
+            job = _check(
+                http.post("/v1/jobs", json=job_definition(i, rng), headers=tenant_auth),
+                f"registering bench job {i}",
+            )
+            made.append(
+                _Agent(
+                    job["id"], job["agent_token"], SimulatedJob(random.Random(rng.random()), start)
+                )
+            )
+    return made
+
+
+@dataclass
+class _Tally:
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+    duplicates: int = 0
+    samples: list[str] = field(default_factory=list)
+    posted: int = 0  # answers so far, warm-up included (for the progress display)
+
+    def error(self, text: str) -> None:
+        self.errors += 1
+        if len(self.samples) < 5:
+            self.samples.append(text)
+
+
+async def _agent_loop(
+    url: str,
+    agent: _Agent,
+    measure_from: float,
+    stop_at: float,
+    tally: _Tally,
+) -> float:
+    """Post windows back to back until ``stop_at``; returns when the last answer came.
+
+    Each agent has a client (one keep-alive connection) of its own, like a real agent: one
+    pool shared by many concurrent requests costs httpx far more CPU than the requests."""
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        return await _post_windows(client, agent, measure_from, stop_at, tally)
+
+
+async def _post_windows(
+    client: httpx.AsyncClient,
+    agent: _Agent,
+    measure_from: float,
+    stop_at: float,
+    tally: _Tally,
+) -> float:
+    headers = {"Authorization": f"Bearer {agent.token}", "Content-Type": "application/json"}
+    path = f"/v1/jobs/{agent.job_id}/reports"
+    last = time.perf_counter()
+    while True:
+        began = time.perf_counter()
+        if began >= stop_at:
+            return last
+        body = json.dumps(agent.job.next_report(), separators=(",", ":")).encode()
+        try:
+            response = await client.post(path, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            last = time.perf_counter()
+            if began >= measure_from:
+                tally.error(f"{type(exc).__name__}: {exc}")
+            await asyncio.sleep(0.05)
+            continue
+        last = time.perf_counter()
+        tally.posted += 1
+        if began < measure_from:
+            continue
+        if response.status_code == 200:
+            tally.latencies_ms.append((last - began) * 1000)
+            if response.json().get("duplicate"):
+                tally.duplicates += 1
+        else:
+            tally.error(describe_error(response))
+
+
+async def _drive(
+    url: str,
+    agents: list[_Agent],
+    seconds: float,
+    warmup_s: float,
+    tally: _Tally,
+    on_tick: Any = None,
+) -> tuple[float, float]:
+    begin = time.perf_counter()
+    measure_from = begin + warmup_s
+    stop_at = measure_from + seconds
+    tasks = [asyncio.create_task(_agent_loop(url, a, measure_from, stop_at, tally)) for a in agents]
+    if on_tick is not None:
+        while not all(t.done() for t in tasks):
+            on_tick(time.perf_counter() - begin, tally.posted)
+            await asyncio.wait(tasks, timeout=0.25)
+    ends = await asyncio.gather(*tasks)
+    return measure_from, max(ends)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in [0, 100]); 0 when there are no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def run_ingest(
+    url: str,
+    admin_token: str,
+    agents: int = 32,
+    seconds: float = 20.0,
+    *,
+    warmup_s: float = 2.0,
+    seed: int = 1,
+    on_tick: Any = None,
+) -> IngestResult:
+    """Register ``agents`` jobs, then let them post reports as fast as the server answers for
+    ``warmup_s`` (not counted) plus ``seconds`` (measured)."""
+    if agents < 1 or seconds <= 0:
+        raise ClientError("--agents must be at least 1 and --seconds positive")
+    url = url.rstrip("/")
+    fleet = setup_agents(url, admin_token, agents, seed)
+    tally = _Tally()
+    cpu_before, wall_before = time.process_time(), time.perf_counter()
+    measure_from, last_answer = asyncio.run(_drive(url, fleet, seconds, warmup_s, tally, on_tick))
+    cpu = time.process_time() - cpu_before
+    wall = time.perf_counter() - wall_before
+    elapsed = max(last_answer - measure_from, 1e-9)
+    lat = tally.latencies_ms
+    return IngestResult(
+        url=url,
+        agents=agents,
+        seconds=round(elapsed, 3),
+        reports=len(lat),
+        errors=tally.errors,
+        reports_per_s=round(len(lat) / elapsed, 1),
+        p50_ms=round(statistics.median(lat), 2) if lat else 0.0,
+        p90_ms=round(percentile(lat, 90), 2),
+        p99_ms=round(percentile(lat, 99), 2),
+        max_ms=round(max(lat), 2) if lat else 0.0,
+        duplicates=tally.duplicates,
+        client_cpu_fraction=round(cpu / wall, 3) if wall else 0.0,
+        error_samples=tally.samples,
+    )
+
+
+# ---- the command -----------------------------------------------------------------------------
+
+
+@contextmanager
+def _own_server(database_url: str | None) -> Iterator[tuple[str, str]]:
+    """Start ``henge serve`` on loopback against ``database_url`` or a throw-away Postgres
+    database (created on 127.0.0.1:5432, dropped afterwards)."""
+    from scheduler.bench.server import ServerError, run_server, temporary_database
+
+    try:
+        if database_url is not None:
+            with run_server(database_url) as handle:
+                yield handle.url, handle.admin_token
+            return
+        with temporary_database() as url, run_server(url) as handle:
+            yield handle.url, handle.admin_token
+    except ServerError as exc:
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        detail = f"{lines[0]} {lines[-1]}" if len(lines) > 1 else lines[0]
+        raise ClientError(f"could not start a server for the benchmark: {detail}") from exc
+
+
+def ingest(
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="API of a running `henge serve` (needs its admin token). Without it, the "
+            "benchmark starts its own server on loopback.",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token", help="Admin token for --url \\[env HENGE_TOKEN].", show_default=False
+        ),
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Registry of the server the benchmark starts (migrated first). Default: a new "
+            "Postgres database on 127.0.0.1:5432, dropped afterwards.",
+        ),
+    ] = None,
+    agents: Annotated[int, typer.Option(min=1, help="Concurrent simulated agents (jobs).")] = 32,
+    seconds: Annotated[float, typer.Option(min=0.1, help="Measured duration.")] = 20.0,
+    warmup: Annotated[float, typer.Option(min=0, help="Seconds before measuring.")] = 2.0,
+    seed: Annotated[int, typer.Option(help="Seed of the simulated metrics.")] = 1,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
+    ] = None,
+) -> None:
+    """Agent report ingestion: sustained reports/s and p50/p99 latency on loopback (goal:
+    1,000 reports/s with p99 under 100 ms)."""
+    import os
+
+    from psycopg import OperationalError as PgError
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    out = Console()
+    total = warmup + seconds
+
+    def measure(api_url: str, admin: str) -> IngestResult:
+        with Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as progress:
+            task = progress.add_task(f"{agents} agents posting to {api_url}", total=total)
+            return run_ingest(
+                api_url,
+                admin,
+                agents,
+                seconds,
+                warmup_s=warmup,
+                seed=seed,
+                on_tick=lambda elapsed, posted: progress.update(
+                    task,
+                    completed=min(elapsed, total),
+                    description=f"{agents} agents posting to {api_url}: {posted:,} reports",
+                ),
+            )
+
+    if url is not None:
+        admin = token or os.environ.get("HENGE_TOKEN")
+        if not admin:
+            raise ClientError("--url needs the server's admin token: --token or HENGE_TOKEN")
+        result = measure(url, admin)
+        result.server = {"url": url, "started_by_bench": False}
+    else:
+        try:
+            with _own_server(database_url) as (api_url, admin):
+                result = measure(api_url, admin)
+        except PgError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ClientError(f"cannot create the benchmark database: {first}") from exc
+        result.server = {
+            "started_by_bench": True,
+            "database": "given" if database_url else "temporary postgres",
+        }
+
+    out.print(
+        f"ingest: {result.agents} agents, {result.seconds:.1f} s measured: "
+        f"[bold]{result.reports_per_s:,.0f} reports/s[/], "
+        f"p50 {result.p50_ms:.1f} ms, p90 {result.p90_ms:.1f} ms, "
+        f"p99 {result.p99_ms:.1f} ms, max {result.max_ms:.1f} ms; "
+        f"{result.reports} reports, {result.errors} errors",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if result.error_samples:
+        out.print(
+            f"first errors: {result.error_samples}", highlight=False, markup=False, soft_wrap=True
+        )
+    verdict = "[green]met[/]" if result.goal_met else "[red]missed[/]"
+    out.print(
+        f"goal (>= {GOAL_REPORTS_PER_S:,.0f} reports/s, p99 < {GOAL_P99_MS:.0f} ms, no errors): "
+        f"{verdict}; the load generator used {result.client_cpu_fraction:.0%} of a core",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if json_file is not None:
+        json_file.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        out.print(f"figures written to {json_file}", highlight=False, soft_wrap=True)
