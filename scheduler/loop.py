@@ -53,6 +53,7 @@ class SchedulerLoop:
         *,
         settings: LoopSettings | None = None,
         metrics: ServiceMetrics | None = None,
+        on_round: Callable[[int], None] | None = None,
     ) -> None:
         self.session_factory = session_factory
         self.cluster_source = cluster_source
@@ -61,6 +62,7 @@ class SchedulerLoop:
         self.clock = clock
         self.settings = settings or LoopSettings()
         self.metrics = metrics
+        self.on_round = on_round
 
     def run_round(self) -> RoundOutcome | None:
         """Run one round; None when another process holds the round lock."""
@@ -70,6 +72,8 @@ class SchedulerLoop:
                 log.debug("round.skipped", reason="another replica is running a round")
                 return None
             outcome = self._round(session)
+        if self.on_round is not None:
+            self.on_round(outcome.number)
         if self.metrics is not None:
             self.metrics.rounds.labels(outcome.plan.state.value, outcome.plan.action.value).inc()
             self.metrics.round_seconds.observe(time.perf_counter() - started)

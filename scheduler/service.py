@@ -125,6 +125,7 @@ def build_service(settings: Settings) -> Service:
         utc_now,
         settings=LoopSettings(window_s=settings.window_s, sub_window_s=settings.sub_window_s),
         metrics=metrics,
+        on_round=app.state.round_cache.set,
     )
     return Service(settings, engine, app, loop, metrics)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from scheduler.api.round_cache import RoundCache
 from scheduler.api.routes import health, jobs, reports, rounds, tenants
 from scheduler.cluster.port import ClusterSource
 from scheduler.config import Settings
@@ -49,10 +50,11 @@ def create_app(
     app.state.cluster_source = cluster_source
     app.state.clock = clock
     app.state.metrics = metrics or ServiceMetrics()
+    app.state.round_cache = RoundCache()
     for module in (health, tenants, jobs, reports, rounds):
         app.include_router(module.router)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.middleware("http")(_log_requests)
+    app.add_middleware(RequestLog)
     app.add_middleware(BodyLimit, max_bytes=settings.max_report_bytes)
     return app
 
@@ -70,28 +72,46 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
-async def _log_requests(
-    request: Request, call_next: Callable[[Request], Awaitable[Response]]
-) -> Response:
-    started = time.perf_counter()
-    # Each request starts with a clean log context; routes bind the tenant and job they serve.
-    structlog.contextvars.clear_contextvars()
-    response = await call_next(request)
-    elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
-    # Never log headers or query strings: they may carry tokens.
-    fields: dict[str, Any] = {
-        "method": request.method,
-        "path": request.url.path,
-        "status": response.status_code,
-        "ms": elapsed_ms,
-    }
-    if response.status_code >= 500:
-        log.error("request.failed", **fields)
-    elif response.status_code >= 400:
-        log.info("request.refused", **fields)
-    else:
-        log.debug("request", **fields)
-    return response
+class RequestLog:
+    """One log line per request (debug when it succeeded, info when refused, error on 5xx).
+
+    Never logs headers or query strings: they may carry tokens. Plain ASGI rather than
+    ``BaseHTTPMiddleware``, which costs a task and a queue per request.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status_code = 500
+        # Each request starts with a clean log context; routes bind the tenant and job.
+        structlog.contextvars.clear_contextvars()
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status_code
+            if message["type"] == "http.response.start":
+                status_code = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            fields: dict[str, Any] = {
+                "method": scope["method"],
+                "path": scope["path"],
+                "status": status_code,
+                "ms": round((time.perf_counter() - started) * 1000, 2),
+            }
+            if status_code >= 500:
+                log.error("request.failed", **fields)
+            elif status_code >= 400:
+                log.info("request.refused", **fields)
+            else:
+                log.debug("request", **fields)
 
 
 class BodyLimit:

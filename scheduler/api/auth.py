@@ -47,24 +47,17 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-_bearer = HTTPBearer(auto_error=False)
+bearer_scheme = HTTPBearer(auto_error=False)
 
 
-def _unauthorized(message: str) -> HTTPException:
+def unauthorized(message: str) -> HTTPException:
     return HTTPException(
         status.HTTP_401_UNAUTHORIZED, message, headers={"WWW-Authenticate": "Bearer"}
     )
 
 
-def principal(
-    request: Request,
-    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
-    session: Session = Depends(get_session),
-) -> Principal:
-    """Who is calling, from the bearer token; 401 when there is none or it is unknown."""
-    if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
-        raise _unauthorized("missing bearer token")
-    token = credentials.credentials
+def identify(session: Session, request: Request, token: str) -> Principal | None:
+    """Whose token this is, or None when nobody's."""
     admin = request.app.state.settings.admin_token
     if admin is not None and hmac.compare_digest(token.encode(), admin.get_secret_value().encode()):
         return Principal(Role.ADMIN)
@@ -79,7 +72,21 @@ def principal(
         if job_id is not None:
             structlog.contextvars.bind_contextvars(job=job_id)
             return Principal(Role.AGENT, job_id=job_id)
-    raise _unauthorized("unknown token")
+    return None
+
+
+def principal(
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme),
+    session: Session = Depends(get_session),
+) -> Principal:
+    """Who is calling, from the bearer token; 401 when there is none or it is unknown."""
+    if credentials is None or not credentials.credentials:
+        raise unauthorized("missing bearer token")
+    who = identify(session, request, credentials.credentials)
+    if who is None:
+        raise unauthorized("unknown token")
+    return who
 
 
 def require_admin(who: Principal = Depends(principal)) -> Principal:

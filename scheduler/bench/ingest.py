@@ -489,5 +489,6 @@ def ingest(
         soft_wrap=True,
     )
     if json_file is not None:
+        json_file.parent.mkdir(parents=True, exist_ok=True)
         json_file.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         out.print(f"figures written to {json_file}", highlight=False, soft_wrap=True)

@@ -545,3 +545,16 @@ def test_bench_ingest_needs_the_admin_token(server: ServerHandle, tenant: dict[s
         "creating the bench tenant",
         "HTTP 403",
     )
+
+
+def test_many_concurrent_agents_do_not_starve_the_connection_pool(server: ServerHandle, tmp_path: Path):
+    # More agents than the API's threadpool: each request must finish with the one connection it
+    # took, never wait for a second one while holding the first (that deadlocked at 96 agents).
+    out_file = tmp_path / "ingest.json"
+    ok(henge(
+        "bench", "ingest", "--url", server.url, "--token", server.admin_token,
+        "--agents", "64", "--seconds", "3", "--warmup", "0.5", "--json", str(out_file),
+    ))  # fmt: skip
+    figures = json.loads(out_file.read_text())
+    assert figures["errors"] == 0
+    assert figures["reports"] >= 64
