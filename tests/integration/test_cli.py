@@ -547,7 +547,9 @@ def test_bench_ingest_needs_the_admin_token(server: ServerHandle, tenant: dict[s
     )
 
 
-def test_many_concurrent_agents_do_not_starve_the_connection_pool(server: ServerHandle, tmp_path: Path):
+def test_many_concurrent_agents_do_not_starve_the_connection_pool(
+    server: ServerHandle, tmp_path: Path
+):
     # More agents than the API's threadpool: each request must finish with the one connection it
     # took, never wait for a second one while holding the first (that deadlocked at 96 agents).
     out_file = tmp_path / "ingest.json"
