@@ -16,6 +16,7 @@ from scheduler.cluster.static import StaticCluster
 from scheduler.core.decide import CoreSettings
 from scheduler.loop import ROUND_LOCK_KEY, SchedulerLoop
 from scheduler.realize.agent import AgentRealizer
+from scheduler.realize.dry_run import DryRunRealizer
 from scheduler.registry import migrate
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.tables import Action, Allocation, Job, Round, SchedulerState
@@ -176,3 +177,17 @@ def test_a_round_is_skipped_while_another_process_holds_the_round_lock(
         other.dispose()
     with make_session_factory(engine)() as session:
         assert session.scalar(select(func.count()).select_from(Round)) == 1
+
+
+def test_dry_run_records_the_plan_but_changes_no_target(
+    api: TestClient, engine: Engine, clock: FixedClock
+):
+    jobs = register(api)
+    loop = SchedulerLoop(make_session_factory(engine), StaticCluster(1, 16, 65536),
+                         DryRunRealizer(), core(), clock)  # fmt: skip
+    run_rounds(api, loop, clock, jobs, 2)
+    with make_session_factory(engine)() as session:
+        admits = session.scalars(select(Action).where(Action.kind == "admit")).all()
+        assert len(admits) == 3  # the plan is recorded...
+        targets = session.scalars(select(Job.target_executors)).all()
+        assert set(targets) == {0}  # ...but nothing was applied
