@@ -1,8 +1,8 @@
 """One scheduling round: snapshot → decide → realize → record, in one transaction.
 
-The decision is the pure :func:`scheduler.core.decide.decide`; everything with effects is here.
-On Postgres each round holds a transaction-scoped advisory lock, so two ``henge serve``
-processes never run a round at the same time, and the round number and state are read under it.
+The decision is the pure :func:`scheduler.core.decide.decide`; everything with effects goes
+through ports: the round store (registry), the cluster view and the realizer. ``henge serve``
+and the simulator run this same code with different ports and clocks.
 """
 
 from __future__ import annotations
@@ -13,21 +13,22 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import structlog
-from sqlalchemy import text
-from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.cluster.port import ClusterSource
 from scheduler.core.decide import CoreSettings, SchedulerState, decide
-from scheduler.core.model import JobStatus, Plan
+from scheduler.core.model import JobStatus, Plan, Snapshot
 from scheduler.metrics import ServiceMetrics
 from scheduler.realize.port import Realizer
-from scheduler.registry import repository as repo
+from scheduler.roundstore import (
+    ActionRecord,
+    AllocationRecord,
+    RoundRecord,
+    RoundStore,
+    RoundTx,
+)
 from scheduler.snapshot import build_snapshot
 
 log = structlog.get_logger("henge.loop")
-
-# Key of the advisory lock that serialises rounds across replicas ("HENGE" in ASCII).
-ROUND_LOCK_KEY = 0x48454E4745
 
 
 @dataclass(frozen=True)
@@ -40,12 +41,13 @@ class LoopSettings:
 class RoundOutcome:
     number: int
     plan: Plan
+    snapshot: Snapshot
 
 
 class SchedulerLoop:
     def __init__(
         self,
-        session_factory: sessionmaker[Session],
+        store: RoundStore,
         cluster_source: ClusterSource,
         realizer: Realizer,
         core: CoreSettings,
@@ -55,7 +57,7 @@ class SchedulerLoop:
         metrics: ServiceMetrics | None = None,
         on_round: Callable[[int], None] | None = None,
     ) -> None:
-        self.session_factory = session_factory
+        self.store = store
         self.cluster_source = cluster_source
         self.realizer = realizer
         self.core = core
@@ -67,11 +69,11 @@ class SchedulerLoop:
     def run_round(self) -> RoundOutcome | None:
         """Run one round; None when another process holds the round lock."""
         started = time.perf_counter()
-        with self.session_factory() as session, session.begin():
-            if not _take_round_lock(session):
+        with self.store.round() as tx:
+            if tx is None:
                 log.debug("round.skipped", reason="another replica is running a round")
                 return None
-            outcome = self._round(session)
+            outcome = self._round(tx)
         if self.on_round is not None:
             self.on_round(outcome.number)
         if self.metrics is not None:
@@ -81,40 +83,29 @@ class SchedulerLoop:
             self.metrics.max_utility.set(outcome.plan.max_utility)
         return outcome
 
-    def _round(self, session: Session) -> RoundOutcome:
+    def _round(self, tx: RoundTx) -> RoundOutcome:
         now = self.clock()
-        stored = repo.load_state(session)
-        number = (stored.last_round if stored else 0) + 1
-        state = (
-            SchedulerState.from_json(stored.state)
-            if stored and stored.state
-            else SchedulerState.initial(self.core)
-        )
-        snapshot, rows = build_snapshot(
-            session,
-            self.cluster_source,
-            now,
-            number,
-            self.settings.window_s,
-            self.settings.sub_window_s,
-        )
+        last, stored = tx.load_state()
+        number = last + 1
+        state = SchedulerState.from_json(stored) if stored else SchedulerState.initial(self.core)
+        jobs = tx.jobs()
+        snapshot = build_snapshot(
+            tx, self.cluster_source, jobs, now, number,
+            self.settings.window_s, self.settings.sub_window_s,
+        )  # fmt: skip
         plan, new_state = decide(snapshot, state, self.core, now)
 
+        statuses = {j.job_id: j.status for j in jobs}
+        targets = {j.job_id: j.target_executors for j in jobs}
         for admission in plan.admissions:
-            job = rows[admission.job_id]
-            job.status, job.status_reason, job.updated_at = (
-                admission.status.value,
-                admission.reason,
-                now,
-            )
+            tx.set_status(admission.job_id, admission.status.value, admission.reason, now)
+            statuses[admission.job_id] = admission.status.value
         for change in self.realizer.apply(plan.changes):
-            job = rows[change.job_id]
-            job.target_executors, job.updated_at = change.to_executors, now
+            tx.set_target(change.job_id, change.to_executors, now)
+            targets[change.job_id] = change.to_executors
 
-        utilities = {v.job_id: (v.metrics.utility if v.metrics else None) for v in snapshot.jobs}
-        repo.record_round(
-            session,
-            repo.RoundRecord(
+        tx.record_round(
+            RoundRecord(
                 number=number,
                 started_at=now,
                 finished_at=self.clock(),
@@ -127,14 +118,12 @@ class SchedulerLoop:
                 max_utility=plan.max_utility,
             ),
             actions=[
-                (_kind(plan, c.job_id), c.job_id, c.from_executors, c.to_executors, c.reason)
+                ActionRecord(
+                    _kind(plan, c.job_id), c.job_id, c.from_executors, c.to_executors, c.reason
+                )
                 for c in plan.changes
             ],
-            allocations=[
-                (job_id, row.target_executors, utilities.get(job_id))
-                for job_id, row in rows.items()
-                if row.status == JobStatus.ADMITTED
-            ],
+            allocations=_allocations(snapshot, statuses, targets),
             state=new_state.to_json(),
         )
         log.info(
@@ -147,18 +136,21 @@ class SchedulerLoop:
             total_utility=round(plan.total_utility, 3),
             max_utility=round(plan.max_utility, 3),
         )
-        return RoundOutcome(number, plan)
+        return RoundOutcome(number, plan, snapshot)
+
+
+def _allocations(
+    snapshot: Snapshot, statuses: dict[str, str], targets: dict[str, int]
+) -> list[AllocationRecord]:
+    utilities = {v.job_id: v.metrics.utility if v.metrics else None for v in snapshot.jobs}
+    return [
+        AllocationRecord(job_id, targets[job_id], utilities.get(job_id))
+        for job_id, status in statuses.items()
+        if status == JobStatus.ADMITTED
+    ]
 
 
 def _kind(plan: Plan, job_id: str) -> str:
     """Admissions ride along with the round's action; their changes are recorded as ``admit``."""
     admitted = any(a.job_id == job_id and a.status is JobStatus.ADMITTED for a in plan.admissions)
     return "admit" if admitted else plan.action.value
-
-
-def _take_round_lock(session: Session) -> bool:
-    if session.get_bind().dialect.name != "postgresql":
-        return True  # SQLite: one process owns the file; nothing to coordinate
-    return bool(
-        session.scalar(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": ROUND_LOCK_KEY})
-    )

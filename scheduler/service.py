@@ -21,6 +21,7 @@ from scheduler.realize.registry import make_realizer
 from scheduler.registry import repository as repo
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.migrate import current_revision, head_revision
+from scheduler.registry.round_store import SqlRoundStore
 
 log = structlog.get_logger("henge.service")
 
@@ -71,7 +72,7 @@ class Service:
     metrics: ServiceMetrics
 
     def purge(self) -> int:
-        with self.loop.session_factory() as session, session.begin():
+        with make_session_factory(self.engine)() as session, session.begin():
             removed = repo.purge_windows(
                 session, repo.retention_cutoff(utc_now(), self.settings.retention_days)
             )
@@ -118,7 +119,7 @@ def build_service(settings: Settings) -> Service:
     cluster = make_cluster_source(settings)
     app = create_app(settings, engine, cluster, metrics=metrics)
     loop = SchedulerLoop(
-        make_session_factory(engine),
+        SqlRoundStore(make_session_factory(engine)),
         cluster,
         make_realizer(settings.realizer),
         core_settings(settings),

@@ -21,6 +21,7 @@ from scheduler.registry.tables import (
     SchedulerState,
     Tenant,
 )
+from scheduler.roundstore import ActionRecord, AllocationRecord, RoundRecord
 
 
 class RegistryError(Exception):
@@ -254,47 +255,20 @@ def job_counts(session: Session) -> dict[str, Any]:
 # ---- round records ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RoundRecord:
-    number: int
-    started_at: datetime
-    finished_at: datetime
-    policy: str
-    state: str
-    action: str
-    job_id: str | None
-    reason: str
-    total_utility: float
-    max_utility: float
-
-
 def record_round(
     session: Session,
     record: RoundRecord,
-    actions: Sequence[tuple[str, str, int, int, str]],
-    allocations: Sequence[tuple[str, int, float | None]],
+    actions: Sequence[ActionRecord],
+    allocations: Sequence[AllocationRecord],
     state: dict[str, Any],
 ) -> Round:
-    """Write a round, its actions ``(kind, job, from, to, reason)``, every job's allocation
-    ``(job, executors, utility)`` and the scheduler's new state. The caller commits them as one."""
+    """Write a round, its actions, every job's allocation and the scheduler's new state. The
+    caller commits them as one."""
     row = Round(**record.__dict__)
     session.add(row)
     session.flush()
-    session.add_all(
-        Action(
-            round_id=row.id,
-            kind=kind,
-            job_id=job,
-            from_executors=old,
-            to_executors=new,
-            reason=reason,
-        )
-        for kind, job, old, new, reason in actions
-    )
-    session.add_all(
-        Allocation(round_id=row.id, job_id=job, executors=executors, utility=utility)
-        for job, executors, utility in allocations
-    )
+    session.add_all(Action(round_id=row.id, **a.__dict__) for a in actions)
+    session.add_all(Allocation(round_id=row.id, **a.__dict__) for a in allocations)
     stored = session.get(SchedulerState, 1)
     if stored is None:
         session.add(
@@ -303,10 +277,8 @@ def record_round(
             )
         )
     else:
-        stored.state, stored.last_round, stored.updated_at = (
-            state,
-            record.number,
-            record.finished_at,
-        )
+        stored.state = state
+        stored.last_round = record.number
+        stored.updated_at = record.finished_at
     session.flush()
     return row

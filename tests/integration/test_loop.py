@@ -14,11 +14,12 @@ from sqlalchemy import Engine, func, select, text
 from scheduler.api.app import create_app
 from scheduler.cluster.static import StaticCluster
 from scheduler.core.decide import CoreSettings
-from scheduler.loop import ROUND_LOCK_KEY, SchedulerLoop
+from scheduler.loop import SchedulerLoop
 from scheduler.realize.agent import AgentRealizer
 from scheduler.realize.dry_run import DryRunRealizer
 from scheduler.registry import migrate
 from scheduler.registry.engine import make_engine, make_session_factory
+from scheduler.registry.round_store import ROUND_LOCK_KEY, SqlRoundStore
 from scheduler.registry.tables import Action, Allocation, Job, Round, SchedulerState
 from tests.conftest import ADMIN, FixedClock, bearer, make_settings
 
@@ -53,7 +54,11 @@ def core() -> CoreSettings:
 
 def new_loop(engine: Engine, clock: FixedClock) -> SchedulerLoop:
     return SchedulerLoop(
-        make_session_factory(engine), StaticCluster(1, 16, 65536), AgentRealizer(), core(), clock
+        SqlRoundStore(make_session_factory(engine)),
+        StaticCluster(1, 16, 65536),
+        AgentRealizer(),
+        core(),
+        clock,
     )
 
 
@@ -183,7 +188,7 @@ def test_dry_run_records_the_plan_but_changes_no_target(
     api: TestClient, engine: Engine, clock: FixedClock
 ):
     jobs = register(api)
-    loop = SchedulerLoop(make_session_factory(engine), StaticCluster(1, 16, 65536),
+    loop = SchedulerLoop(SqlRoundStore(make_session_factory(engine)), StaticCluster(1, 16, 65536),
                          DryRunRealizer(), core(), clock)  # fmt: skip
     run_rounds(api, loop, clock, jobs, 2)
     with make_session_factory(engine)() as session:
