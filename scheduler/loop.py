@@ -119,7 +119,11 @@ class SchedulerLoop:
             ),
             actions=[
                 ActionRecord(
-                    _kind(plan, c.job_id), c.job_id, c.from_executors, c.to_executors, c.reason
+                    action_kind(plan, c.job_id),
+                    c.job_id,
+                    c.from_executors,
+                    c.to_executors,
+                    c.reason,
                 )
                 for c in plan.changes
             ],
@@ -150,7 +154,7 @@ def _allocations(
     ]
 
 
-def _kind(plan: Plan, job_id: str) -> str:
+def action_kind(plan: Plan, job_id: str) -> str:
     """Admissions ride along with the round's action; their changes are recorded as ``admit``."""
     admitted = any(a.job_id == job_id and a.status is JobStatus.ADMITTED for a in plan.admissions)
     return "admit" if admitted else plan.action.value

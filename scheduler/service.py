@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 import structlog
 import uvicorn
@@ -17,6 +19,7 @@ from scheduler.config import Settings
 from scheduler.core.decide import CoreSettings
 from scheduler.loop import LoopSettings, SchedulerLoop
 from scheduler.metrics import ServiceMetrics
+from scheduler.realize.port import Realizer
 from scheduler.realize.registry import make_realizer
 from scheduler.registry import repository as repo
 from scheduler.registry.engine import make_engine, make_session_factory
@@ -112,18 +115,25 @@ class Service:
             log.exception("round.failed")
 
 
-def build_service(settings: Settings) -> Service:
+def build_service(
+    settings: Settings,
+    *,
+    cluster: ClusterSource | None = None,
+    realizer: Realizer | None = None,
+    clock: Callable[[], datetime] = utc_now,
+) -> Service:
+    """The service as ``henge serve`` runs it; the demo swaps in a simulated cluster and clock."""
     engine = make_engine(settings.database_url)
     check_schema(engine)
     metrics = ServiceMetrics()
-    cluster = make_cluster_source(settings)
-    app = create_app(settings, engine, cluster, metrics=metrics)
+    cluster = cluster or make_cluster_source(settings)
+    app = create_app(settings, engine, cluster, clock=clock, metrics=metrics)
     loop = SchedulerLoop(
         SqlRoundStore(make_session_factory(engine)),
         cluster,
-        make_realizer(settings.realizer),
+        realizer or make_realizer(settings.realizer),
         core_settings(settings),
-        utc_now,
+        clock,
         settings=LoopSettings(window_s=settings.window_s, sub_window_s=settings.sub_window_s),
         metrics=metrics,
         on_round=app.state.round_cache.set,

@@ -1,0 +1,75 @@
+"""Scenario by name or path → world → run under a policy → result, summary and plots."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scheduler.sim.runner import Progress, RunSettings, simulate
+from scheduler.sim.scenario import Scenario, load_scenario
+from scheduler.sim.summary import summarize
+from scheduler.sim.types import SimResult
+from scheduler.sim.world import build_world
+
+
+def run_settings(scenario: Scenario, round_interval_s: float | None = None) -> RunSettings:
+    return RunSettings(
+        duration_s=scenario.duration_s,
+        scheduler_start_s=scenario.scheduler_start_s,
+        sub_window_s=scenario.sub_window_s,
+        round_interval_s=round_interval_s or scenario.sub_window_s,
+    )
+
+
+def run_scenario(
+    scenario: Scenario,
+    policy: str,
+    seed: int,
+    *,
+    policy_params: Mapping[str, Any] | None = None,
+    oracle: bool = True,
+    progress: Progress | None = None,
+) -> SimResult:
+    return simulate(
+        build_world(scenario, seed),
+        scenario=scenario.name,
+        policy=policy,
+        seed=seed,
+        settings=run_settings(scenario),
+        policy_params=policy_params,
+        oracle=oracle,
+        progress=progress,
+    )
+
+
+@dataclass(frozen=True)
+class Outputs:
+    summary: dict[str, Any]
+    json_path: Path | None
+    plot_path: Path | None
+
+
+def write_outputs(result: SimResult, json_path: Path | None, plot_path: Path | None) -> Outputs:
+    summary = summarize(result)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
+    if plot_path is not None:
+        from scheduler.sim.plots import plot_run
+
+        plot_path.parent.mkdir(parents=True, exist_ok=True)
+        plot_run(result, plot_path)
+    return Outputs(summary, json_path, plot_path)
+
+
+def load(name_or_path: str) -> Scenario:
+    return load_scenario(name_or_path)
+
+
+def scenario_names(requested: Sequence[str] | None) -> list[str]:
+    from scheduler.sim.scenario import builtin_scenarios
+
+    return list(requested) if requested else builtin_scenarios()

@@ -1,0 +1,174 @@
+"""The numbers of one simulated run: the ``henge sim --json`` document (DESIGN §5.2).
+
+Definitions (only the scheduler's part of the run counts: samples and actions with ``t_s >= 0``):
+
+- Each sample holds from its ``t_s`` until the next sample's; the last holds for one round
+  interval. That duration is the sample's weight everywhere below.
+- ``utility.integral`` / ``max_integral``: step integrals (utility × seconds) of the total and
+  of the maximum utility; ``fraction`` = integral / max_integral; ``oracle_fraction`` = integral
+  / the oracle's utility integrated the same way, ``null`` unless every sample has an oracle value.
+- ``slo_satisfaction``: total / max utility at each sample (DESIGN §2), time-weighted mean and
+  15th/50th/90th time-weighted percentiles (the smallest value whose cumulative weight reaches
+  the quantile). Samples with no job present (max utility 0) are left out.
+- ``time_to_max_utility_s``: the first ``t_s`` at which total utility reaches the maximum
+  (within 1e-6 relative, with at least one job present); ``null`` if never.
+- ``actions``: counts by kind; ``total`` = reconfigure + reduce + revert. Admissions are counted
+  under ``admit`` and any other kind under ``other``, neither in ``total``.
+- ``executor_core_hours``: the result's executor core-seconds / 3600.
+- per job: ``mean_utility_fraction`` is the time-weighted mean of utility / priority over the
+  samples where the job is present (``null`` if none); ``actions`` counts its reconfigure,
+  reduce and revert actions; ``final_executors`` is its executor count in the last sample that
+  has it (``null`` if none).
+
+Floats are rounded to 6 significant digits so that the JSON is stable. Wall-clock values live
+under the top-level ``"wall"`` key, which a determinism check drops.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from scheduler.sim.types import RoundSample, SimResult
+
+COUNTED_KINDS = ("reconfigure", "reduce", "revert")
+QUANTILES = {"p15": 0.15, "p50": 0.50, "p90": 0.90}
+REACHED_TOLERANCE = 1e-6
+SIGNIFICANT_DIGITS = 6
+
+
+def sig(value: float | None, digits: int = SIGNIFICANT_DIGITS) -> float | None:
+    """``value`` rounded to ``digits`` significant digits (None and non-finite pass through)."""
+    if value is None or not math.isfinite(value):
+        return value
+    return float(f"{value:.{digits}g}")
+
+
+def scheduler_samples(result: SimResult) -> list[tuple[RoundSample, float]]:
+    """The samples with ``t_s >= 0`` in time order, each with the seconds it holds for."""
+    samples = sorted((s for s in result.samples if s.t_s >= 0), key=lambda s: s.t_s)
+    durations = [b.t_s - a.t_s for a, b in itertools.pairwise(samples)]
+    if samples:
+        durations.append(result.round_interval_s)
+    return list(zip(samples, durations, strict=True))
+
+
+def satisfaction_points(result: SimResult) -> list[tuple[float, float]]:
+    """(SLO satisfaction, weight in seconds) for each counted sample with a job present."""
+    return [
+        (s.total_utility / s.max_utility, weight)
+        for s, weight in scheduler_samples(result)
+        if s.max_utility > 0
+    ]
+
+
+def weighted_mean(points: Iterable[tuple[float, float]]) -> float | None:
+    pairs = list(points)
+    total_weight = sum(w for _, w in pairs)
+    if total_weight <= 0:
+        return None
+    return sum(v * w for v, w in pairs) / total_weight
+
+
+def weighted_quantile(points: Sequence[tuple[float, float]], q: float) -> float | None:
+    """The smallest value whose cumulative weight is at least ``q`` of the total (the inverse
+    of the weighted step CDF)."""
+    pairs = sorted(p for p in points if p[1] > 0)
+    total_weight = sum(w for _, w in pairs)
+    if total_weight <= 0:
+        return None
+    threshold = q * total_weight * (1 - 1e-12)
+    cumulative = 0.0
+    for value, weight in pairs:
+        cumulative += weight
+        if cumulative >= threshold:
+            return value
+    return pairs[-1][0]
+
+
+def summarize(result: SimResult) -> dict[str, Any]:
+    """The DESIGN §5.2 document for ``result`` (see the module docstring for definitions)."""
+    held = scheduler_samples(result)
+    actions = [a for a in result.actions if a.t_s >= 0]
+    return {
+        "scenario": result.scenario,
+        "policy": result.policy,
+        "seed": result.seed,
+        "sim_seconds": sig(result.sim_seconds),
+        "utility": _utility(held),
+        "slo_satisfaction": _satisfaction(result),
+        "time_to_max_utility_s": sig(_time_to_max(held)),
+        "rounds": len(held),
+        "actions": _action_counts(a.kind for a in actions),
+        "executor_core_hours": sig(result.executor_core_seconds / 3600.0),
+        "jobs": _jobs(result, held),
+        "wall": {"seconds": sig(result.wall_seconds)},
+    }
+
+
+def _utility(held: Sequence[tuple[RoundSample, float]]) -> dict[str, float | None]:
+    integral = sum(s.total_utility * w for s, w in held)
+    max_integral = sum(s.max_utility * w for s, w in held)
+    oracle_fraction: float | None = None
+    if held and all(s.oracle_utility is not None for s, _ in held):
+        oracle_integral = sum((s.oracle_utility or 0.0) * w for s, w in held)
+        oracle_fraction = integral / oracle_integral if oracle_integral > 0 else None
+    return {
+        "integral": sig(integral),
+        "max_integral": sig(max_integral),
+        "fraction": sig(integral / max_integral) if max_integral > 0 else None,
+        "oracle_fraction": sig(oracle_fraction),
+    }
+
+
+def _satisfaction(result: SimResult) -> dict[str, float | None]:
+    points = satisfaction_points(result)
+    out = {"mean": sig(weighted_mean(points))}
+    for key, q in QUANTILES.items():
+        out[key] = sig(weighted_quantile(points, q))
+    return out
+
+
+def reaches_max(sample: RoundSample) -> bool:
+    return sample.max_utility > 0 and sample.total_utility >= sample.max_utility * (
+        1 - REACHED_TOLERANCE
+    )
+
+
+def _time_to_max(held: Sequence[tuple[RoundSample, float]]) -> float | None:
+    return next((s.t_s for s, _ in held if reaches_max(s)), None)
+
+
+def _action_counts(kinds: Iterable[str]) -> dict[str, int]:
+    counts = Counter(kinds)
+    out = {kind: counts[kind] for kind in COUNTED_KINDS}
+    out["total"] = sum(out.values())
+    out["admit"] = counts["admit"]
+    out["other"] = sum(n for kind, n in counts.items() if kind not in (*COUNTED_KINDS, "admit"))
+    return out
+
+
+def _jobs(result: SimResult, held: Sequence[tuple[RoundSample, float]]) -> list[dict[str, Any]]:
+    counted = Counter(a.job for a in result.actions if a.t_s >= 0 and a.kind in COUNTED_KINDS)
+    every = sorted(result.samples, key=lambda s: s.t_s)
+    jobs = []
+    for spec in result.jobs:
+        fractions = [
+            (s.utilities[spec.name] / spec.priority, w) for s, w in held if spec.name in s.utilities
+        ]
+        final = next(
+            (s.executors[spec.name] for s in reversed(every) if spec.name in s.executors), None
+        )
+        jobs.append(
+            {
+                "name": spec.name,
+                "priority": sig(spec.priority),
+                "mean_utility_fraction": sig(weighted_mean(fractions)),
+                "actions": counted[spec.name],
+                "final_executors": final,
+            }
+        )
+    return jobs
