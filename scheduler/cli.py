@@ -29,7 +29,11 @@ tenant_app = typer.Typer(help="Tenants (admin token).", no_args_is_help=True)
 job_app = typer.Typer(
     help="Streaming jobs and their SLOs (tenant token; admin reads all).", no_args_is_help=True
 )
-bench_app = typer.Typer(help="Benchmarks that measure the scheduler.", no_args_is_help=True)
+bench_app = typer.Typer(
+    help="Benchmarks. Without a subcommand: run scenarios × policies in the simulator and write "
+    "a markdown table, every run's JSON and the plots into --out.",
+    invoke_without_command=True,
+)
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(job_app, name="job")
 app.add_typer(bench_app, name="bench")
@@ -400,17 +404,18 @@ def _fail(message: str) -> NoReturn:
 
 @app.command()
 def demo(
-    seconds: Annotated[float, typer.Option(help="How long to run the scenario.")] = 60.0,
     serve_after: Annotated[
         bool, typer.Option("--serve", help="Keep serving the API afterwards, until interrupted.")
     ] = False,
+    scenario: Annotated[str, typer.Option(help="The scenario to run.")] = "demo",
 ) -> None:
-    """Run a short multi-tenant scenario on the embedded defaults (SQLite, synthetic cluster)."""
+    """Run a short multi-tenant scenario on the embedded defaults (SQLite registry, simulated
+    cluster) through the real service: API, scheduling loop and agent realizer."""
     from scheduler.demo import run_demo
     from scheduler.logs import configure_logging
 
     configure_logging("warning", "console")
-    run_demo(seconds=seconds, keep_serving=serve_after, console=out)
+    run_demo(keep_serving=serve_after, console=out, scenario_name=scenario)
 
 
 @bench_app.command("overhead")
@@ -435,6 +440,116 @@ def bench_overhead(
         json_file.parent.mkdir(parents=True, exist_ok=True)
         json_file.write_text(json.dumps(result, indent=2) + "\n")
         out.print(f"wrote {json_file}")
+
+
+def _policy_params(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        params = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CLIError(f"--params must be a JSON object: {exc.msg}") from exc
+    if not isinstance(params, dict):
+        raise CLIError("--params must be a JSON object, e.g. '{\"quiesce_s\": 30}'")
+    return params
+
+
+def _load_scenario(name: str) -> Any:
+    from scheduler.sim.scenario import ScenarioError, load_scenario
+
+    try:
+        return load_scenario(name)
+    except ScenarioError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def _check_policy(policy: str, params: dict[str, Any]) -> None:
+    from scheduler.core.policy import PolicySettingsError, UnknownPolicyError, get_policy
+
+    try:
+        get_policy(policy, params)
+    except (UnknownPolicyError, PolicySettingsError) as exc:
+        raise CLIError(str(exc)) from exc
+
+
+@app.command()
+def sim(
+    scenario: Annotated[str, typer.Argument(help="A built-in scenario name or a YAML file.")],
+    policy: Annotated[str, typer.Option(help="Scheduling policy.")] = "henge",
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same run).")] = 1,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the run's summary.")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a PNG of utility over time.")] = None,
+    params: Annotated[str | None, typer.Option(help="Policy settings as JSON.")] = None,
+) -> None:
+    """Run a scenario in the simulated cluster through the real scheduling loop."""
+    from rich.progress import Progress
+
+    from scheduler.logs import configure_logging
+    from scheduler.sim.run import run_scenario, write_outputs
+
+    configure_logging("warning", "console")  # one log line per round would drown the table
+    chosen = _load_scenario(scenario)
+    overrides = _policy_params(params)
+    _check_policy(policy, overrides)
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(f"{chosen.name} / {policy}", total=1.0)
+        result = run_scenario(chosen, policy, seed, policy_params=overrides,
+                              progress=lambda done: bar.update(task, completed=done))  # fmt: skip
+    written = write_outputs(result, json_file, plot)
+    _print_summary(written.summary, result.wall_seconds)
+    for path in (json_file, plot):
+        if path is not None:
+            out.print(f"wrote {path}")
+
+
+def _print_summary(summary: dict[str, Any], wall_s: float) -> None:
+    utility, slo = summary["utility"], summary["slo_satisfaction"]
+    ttm = summary["time_to_max_utility_s"]
+    _table(
+        f"{summary['scenario']} under {summary['policy']} (seed {summary['seed']})",
+        ["measure", "value"],
+        [
+            ["simulated time", f"{summary['sim_seconds'] / 3600:.2f} h in {wall_s:.1f} s"],
+            ["utility fraction", utility["fraction"]],
+            ["oracle fraction", utility["oracle_fraction"]],
+            ["SLO satisfaction mean / p15 / p50 / p90",
+             " / ".join(f"{slo[k]:.3f}" for k in ("mean", "p15", "p50", "p90"))],
+            ["time to max utility", "never" if ttm is None else f"{ttm:.0f} s"],
+            ["actions", ", ".join(f"{k} {v}" for k, v in summary["actions"].items())],
+            ["executor core-hours", summary["executor_core_hours"]],
+        ],
+    )  # fmt: skip
+
+
+@bench_app.callback()
+def bench(
+    ctx: typer.Context,
+    scenarios: Annotated[
+        str | None, typer.Option(help="Comma-separated scenarios [all built-ins].")
+    ] = None,
+    policies: Annotated[str | None, typer.Option(help="Comma-separated policies [all].")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed for every run.")] = 1,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder for the table, JSON and plots.")
+    ] = Path("bench-out"),
+) -> None:
+    """Run scenarios × policies in the simulator (when no subcommand is given)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from scheduler.logs import configure_logging
+    from scheduler.sim.bench import run_bench
+
+    configure_logging("warning", "console")
+    names = scenarios.split(",") if scenarios else None
+    chosen = policies.split(",") if policies else None
+    for name in names or []:
+        _load_scenario(name)
+    for policy in chosen or []:
+        _check_policy(policy, {})
+    table = run_bench(names, chosen, seed, out_dir, console=err)
+    out.print(f"wrote {table}")
 
 
 def main() -> None:

@@ -1,105 +1,81 @@
-"""``henge demo``: the real service on the embedded defaults, with synthetic agents.
+"""``henge demo``: the real service on the embedded defaults, on a simulated cluster.
 
-It runs ``henge serve``'s own code path (API, loop, agent realizer) on a SQLite registry and a
-static cluster, registers two tenants and three jobs, and feeds the API reports from small
-synthetic streaming jobs whose speed follows the executors the scheduler gives them. Time runs
-at real speed with short windows (2 s reports, 2 s rounds) so a minute shows the state machine
-at work.
+It runs what ``henge serve`` runs (the FastAPI app on a SQLite registry, the scheduling loop
+with the ``agent`` realizer) on the simulator's world instead of a real cluster, with a
+virtual clock so that forty minutes of a multi-tenant scenario pass in well under a minute.
+Tenants and jobs are registered and every report is posted through the HTTP API; each
+simulated agent obeys the target the API answers with, as a real agent does.
 """
 
 from __future__ import annotations
 
-import math
 import secrets
 import socket
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+from fastapi.encoders import jsonable_encoder
 import uvicorn
 from rich.console import Console
 from rich.table import Table
 
 from scheduler.config import Settings
+from scheduler.realize.agent import AgentRealizer
 from scheduler.registry import migrate
 from scheduler.service import build_service
+from scheduler.sim.run import run_settings, write_outputs
+from scheduler.sim.runner import Simulation, VirtualClock, WorldCluster
+from scheduler.sim.scenario import Scenario, load_scenario
+from scheduler.sim.types import RoundSample, SimJobSpec, SimResult
+from scheduler.sim.world import build_world
 
-SUB_WINDOW_S = 2.0
+DEMO_SCENARIO = "demo"
 
 
 @dataclass
-class SyntheticJob:
-    """A micro-batch job: ``rate`` rows/s arrive; a row costs ``cost_s`` core-seconds."""
+class HttpFrontend:
+    """Tenants, jobs and reports through the real API, as tenants and agents send them."""
 
-    tenant: str
-    name: str
-    priority: float
-    slo: dict[str, Any]
-    rate: float
-    cost_s: float
-    initial: int
-    maximum: int
-    trigger_s: float = 1.0
-    overhead_s: float = 0.05
-    backlog: float = 0.0
-    executors: int = 0
-    job_id: str = ""
-    token: str = ""
-    reports: int = field(default=0)
+    http: httpx.Client
+    admin: dict[str, str]
+    tenants: dict[str, str] = field(default_factory=dict)
+    agents: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def window(self, start: datetime, seconds: float) -> dict[str, Any]:
-        """One report window, given the executors the job holds now."""
-        arrived = self.rate * seconds
-        capacity = self.executors / self.cost_s * seconds if self.executors else 0.0
-        processed = min(arrived + self.backlog, capacity)
-        self.backlog = arrived + self.backlog - processed
-        busy_ms = processed * self.cost_s * 1000
-        per_batch = self.rate * self.trigger_s * self.cost_s / max(self.executors, 1)
-        wait = self.backlog / (capacity / seconds) if capacity else 60.0
-        latency_s = self.trigger_s / 2 + self.overhead_s + per_batch + wait
-        return {
-            "window_start": start.isoformat(),
-            "window_end": (start + timedelta(seconds=seconds)).isoformat(),
-            "executors": self.executors,
-            "cores_per_executor": 1,
-            "busy_core_ms": busy_ms,
-            "max_parallelism": 32,
-            "sources": [
-                {
-                    "name": "events",
-                    "arrived_rows": arrived,
-                    "processed_rows": processed,
-                    "backlog_rows": self.backlog,
-                }
-            ],
-            "latency_ms": {"mean": latency_s * 1000},
+    def register(self, spec: SimJobSpec, at: datetime, running: bool) -> tuple[str, int]:
+        if spec.tenant not in self.tenants:
+            created = self.http.post("/v1/tenants", json={"name": spec.tenant}, headers=self.admin)
+            self.tenants[spec.tenant] = created.raise_for_status().json()["token"]
+        body = {
+            "name": spec.name,
+            "priority": spec.priority,
+            "slo": dict(spec.slo),
+            "executors": {
+                "initial": spec.initial_executors,
+                "min": spec.min_executors,
+                "max": spec.max_executors,
+                "cores": spec.cores_per_executor,
+                "memory_mb": spec.memory_mb,
+            },
         }
+        tenant = {"Authorization": f"Bearer {self.tenants[spec.tenant]}"}
+        job = self.http.post("/v1/jobs", json=body, headers=tenant).raise_for_status().json()
+        self.agents[job["id"]] = {"Authorization": f"Bearer {job['agent_token']}"}
+        return job["id"], job["executors"]["target"]
 
-
-def demo_jobs() -> list[SyntheticJob]:
-    return [
-        SyntheticJob(
-            "ads",
-            "pageload",
-            35,
-            {"latency_ms": 1500},
-            rate=2000,
-            cost_s=0.002,
-            initial=2,
-            maximum=16,
-        ),
-        SyntheticJob(
-            "search", "wordcount", 20, {"juice": 1.0}, rate=3000, cost_s=0.001, initial=1, maximum=8
-        ),
-        SyntheticJob(
-            "ads", "clicks", 10, {"juice": 1.0}, rate=500, cost_s=0.001, initial=1, maximum=4
-        ),
-    ]
+    def report(self, job_id: str, document: Mapping[str, Any], at: datetime) -> int | None:
+        answer = self.http.post(
+            f"/v1/jobs/{job_id}/reports",
+            json=jsonable_encoder(document),  # the world's reports carry datetimes
+            headers=self.agents[job_id],
+        )
+        return int(answer.raise_for_status().json()["target_executors"])
 
 
 def _free_port() -> int:
@@ -108,69 +84,70 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def demo_settings(data_dir: Path, port: int) -> Settings:
+def demo_settings(data_dir: Path, scenario: Scenario) -> Settings:
     return Settings(
         database_url=f"sqlite:///{data_dir / 'henge-demo.db'}",
         admin_token=secrets.token_urlsafe(24),  # type: ignore[arg-type]
         host="127.0.0.1",
-        port=port,
+        port=_free_port(),
         policy="henge",
-        policy_params={"quiesce_s": 4 * SUB_WINDOW_S, "round_interval_s": SUB_WINDOW_S},
-        round_interval_s=SUB_WINDOW_S,
-        sub_window_s=SUB_WINDOW_S,
-        window_s=3 * SUB_WINDOW_S,
-        stale_after_s=3 * SUB_WINDOW_S,
-        recovery_observe_s=5 * SUB_WINDOW_S,
-        static_nodes=2,
-        static_cores_per_node=8,
-        static_memory_mb_per_node=32768,
+        round_interval_s=scenario.sub_window_s,
+        sub_window_s=scenario.sub_window_s,
         log_level="warning",
-        log_format="console",
     )  # type: ignore[call-arg]
 
 
 def run_demo(
-    seconds: float = 60.0,
     keep_serving: bool = False,
     console: Console | None = None,
     data_dir: Path | None = None,
+    pace_s: float = 0.05,
+    scenario_name: str = DEMO_SCENARIO,
 ) -> dict[str, Any]:
+    """Run the demo scenario; return its summary (DESIGN §5.2 JSON) and where things are."""
     console = console or Console()
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="henge-demo-"))
-    settings = demo_settings(data_dir, _free_port())
+    scenario = load_scenario(scenario_name)
+    world = build_world(scenario, scenario.seed)
+    settings = demo_settings(data_dir, scenario)
     migrate.upgrade(settings.database_url)
-    service = build_service(settings)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            service.app, host=settings.host, port=settings.port, log_config=None, access_log=False
-        )
-    )
+    clock = VirtualClock(world.start)
+    service = build_service(settings, cluster=WorldCluster(world), realizer=AgentRealizer(),
+                            clock=clock)  # fmt: skip
+    server = uvicorn.Server(uvicorn.Config(service.app, host=settings.host, port=settings.port,
+                                           log_config=None, access_log=False))  # fmt: skip
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://{settings.host}:{settings.port}"
-    admin = {"Authorization": f"Bearer {settings.admin_token.get_secret_value()}"}  # type: ignore[union-attr]
+    token = settings.admin_token.get_secret_value()  # type: ignore[union-attr]
     try:
-        with httpx.Client(base_url=url, timeout=10) as http:
+        with httpx.Client(base_url=url, timeout=30) as http:
             _wait_ready(http)
-            jobs = _register(http, admin, demo_jobs())
             console.print(
-                f"Henge demo: API at {url}, registry {data_dir / 'henge-demo.db'}, "
-                f"{len(jobs)} jobs from 2 tenants on 2 nodes x 8 cores"
+                f"Henge demo: scenario [bold]{scenario.name}[/] ({scenario.description.strip()})\n"
+                f"API {url}, registry {data_dir / 'henge-demo.db'}, policy henge; "
+                f"{scenario.duration_s / 60:.0f} simulated minutes on a virtual clock",
+                highlight=False,
             )
-            background = service.start_background()
-            try:
-                _drive(http, admin, jobs, seconds, console)
-            finally:
-                background.shutdown(wait=True)
-            summary = _summary(http, admin, jobs, console)
+            frontend = HttpFrontend(http, {"Authorization": f"Bearer {token}"})
+            simulation = Simulation(
+                world, service.loop.core, run_settings(scenario), store=service.loop.store,
+                frontend=frontend, clock=clock, loop=service.loop,
+            )  # fmt: skip
+            samples, actions = simulation.run(on_sample=lambda s: _show(console, s, pace_s))
+            result = SimResult(
+                scenario=scenario.name, policy="henge", seed=scenario.seed,
+                sim_seconds=scenario.duration_s - scenario.scheduler_start_s,
+                round_interval_s=scenario.sub_window_s, jobs=tuple(world.specs()),
+                samples=tuple(samples), actions=tuple(actions),
+                executor_core_seconds=simulation.core_seconds,
+            )  # fmt: skip
+            plot = data_dir / "henge-demo.png"
+            summary = write_outputs(result, data_dir / "henge-demo.json", plot).summary
+            _print_summary(console, summary, plot)
             if keep_serving:
-                console.print(
-                    f"Serving {url} until interrupted (admin token in {data_dir}/admin-token)"
-                )
-                (data_dir / "admin-token").write_text(settings.admin_token.get_secret_value())  # type: ignore[union-attr]
-                (data_dir / "admin-token").chmod(0o600)
-                thread.join()
-            return summary
+                _serve_until_interrupted(console, url, data_dir, token)
+            return {"summary": summary, "plot": plot, "data_dir": data_dir, "url": url}
     finally:
         server.should_exit = True
         thread.join(timeout=10)
@@ -189,112 +166,48 @@ def _wait_ready(http: httpx.Client) -> None:
     raise RuntimeError("the demo server did not become ready")
 
 
-def _register(
-    http: httpx.Client, admin: dict[str, str], jobs: list[SyntheticJob]
-) -> list[SyntheticJob]:
-    tokens: dict[str, str] = {}
-    for job in jobs:
-        if job.tenant not in tokens:
-            tokens[job.tenant] = (
-                http.post("/v1/tenants", json={"name": job.tenant}, headers=admin)
-                .raise_for_status()
-                .json()["token"]
-            )
-        body = {
-            "name": job.name,
-            "priority": job.priority,
-            "slo": job.slo,
-            "executors": {"initial": job.initial, "min": 1, "max": job.maximum},
-        }
-        created = (
-            http.post(
-                "/v1/jobs", json=body, headers={"Authorization": f"Bearer {tokens[job.tenant]}"}
-            )
-            .raise_for_status()
-            .json()
+def _show(console: Console, sample: RoundSample, pace_s: float) -> None:
+    """One line per round that acted, and a heartbeat every five simulated minutes."""
+    quiet = sample.action == "none" and int(sample.t_s) % 300 != 0
+    if not quiet:
+        console.print(
+            f"t={sample.t_s / 60:5.1f} min  {sample.state:<13} {sample.action:<11} "
+            f"{sample.job or '-':<10} "
+            f"utility {sample.total_utility:6.1f}/{sample.max_utility:<4.0f} {sample.reason}",
+            highlight=False,
+            overflow="fold",
         )
-        job.job_id, job.token = created["id"], created["agent_token"]
-    return jobs
+        time.sleep(pace_s)
 
 
-def _drive(
-    http: httpx.Client,
-    admin: dict[str, str],
-    jobs: list[SyntheticJob],
-    seconds: float,
-    console: Console,
-) -> None:
-    """Post one window per job every sub-window and print each new round."""
-    start = datetime.now(UTC)
-    shown = 0
-    steps = math.ceil(seconds / SUB_WINDOW_S)
-    for step in range(steps):
-        window_start = start + timedelta(seconds=step * SUB_WINDOW_S)
-        for job in jobs:
-            answer = http.post(
-                f"/v1/jobs/{job.job_id}/reports",
-                json=job.window(window_start, SUB_WINDOW_S),
-                headers={"Authorization": f"Bearer {job.token}"},
-            )
-            answer.raise_for_status()
-            job.executors = answer.json()["target_executors"]  # the agent obeys its target
-        for r in reversed(http.get("/v1/rounds", params={"limit": 20}, headers=admin).json()):
-            if r["number"] > shown:
-                shown = r["number"]
-                name = next((j.name for j in jobs if j.job_id == r["job_id"]), "-")
-                console.print(
-                    f"round {r['number']:>3}  {r['state']:<13} {r['action']:<11} "
-                    f"{name:<10} utility {r['total_utility']:6.1f}/{r['max_utility']:<5.0f} "
-                    f"{r['reason']}",
-                    highlight=False,
-                    overflow="fold",
-                )
-        time.sleep(
-            max(
-                0.0,
-                (
-                    start + timedelta(seconds=(step + 1) * SUB_WINDOW_S) - datetime.now(UTC)
-                ).total_seconds(),
-            )
-        )
-
-
-def _summary(
-    http: httpx.Client, admin: dict[str, str], jobs: list[SyntheticJob], console: Console
-) -> dict[str, Any]:
-    listed = {j["id"]: j for j in http.get("/v1/jobs", headers=admin).json()}
-    rounds = http.get("/v1/rounds", params={"limit": 10_000}, headers=admin).json()
+def _print_summary(console: Console, summary: dict[str, Any], plot: Path) -> None:
     table = Table(title="Henge demo: where the jobs ended", title_justify="left")
-    for column in ("job", "priority", "SLO", "executors", "utility", "status"):
+    for column in ("job", "priority", "mean utility / priority", "actions", "executors"):
         table.add_column(column)
-    for job in jobs:
-        info = listed[job.job_id]
-        slo = ", ".join(f"{k} {v}" for k, v in job.slo.items())
-        utility = info["utility"]
-        table.add_row(
-            job.name,
-            f"{job.priority:g}",
-            slo,
-            str(info["executors"]["target"]),
-            "-" if utility is None else f"{utility:.1f}",
-            info["status"],
-        )
+    for job in summary["jobs"]:
+        table.add_row(job["name"], f"{job['priority']:g}", f"{job['mean_utility_fraction']:.2f}",
+                      str(job["actions"]), str(job["final_executors"]))  # fmt: skip
     console.print(table)
-    actions: dict[str, int] = {}
-    for r in rounds:
-        for action in r["actions"]:
-            actions[action["kind"]] = actions.get(action["kind"], 0) + 1
-    last = rounds[0] if rounds else None
+    slo = summary["slo_satisfaction"]
+    ttm = summary["time_to_max_utility_s"]
     console.print(
-        f"{len(rounds)} rounds, actions {actions or 'none'}; final total utility "
-        f"{last['total_utility'] if last else 0:.1f} of {last['max_utility'] if last else 0:.0f} "
-        f"(state {last['state'] if last else '-'})",
+        f"utility {summary['utility']['fraction']:.2f} of the maximum "
+        f"(oracle fraction {summary['utility']['oracle_fraction']}), mean SLO satisfaction "
+        f"{slo['mean']:.2f}, max utility first reached "
+        f"{'never' if ttm is None else f'after {ttm / 60:.1f} min'}; "
+        f"actions {summary['actions']}",
         highlight=False,
     )
-    return {
-        "rounds": len(rounds),
-        "actions": actions,
-        "total_utility": last["total_utility"] if last else 0.0,
-        "max_utility": last["max_utility"] if last else 0.0,
-        "jobs": {j.name: listed[j.job_id] for j in jobs},
-    }
+    console.print(f"plot: {plot}", highlight=False)
+
+
+def _serve_until_interrupted(console: Console, url: str, data_dir: Path, token: str) -> None:
+    token_file = data_dir / "admin-token"
+    token_file.write_text(token)
+    token_file.chmod(0o600)
+    console.print(f"Serving {url} until interrupted; the admin token is in {token_file}")
+    try:
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        return

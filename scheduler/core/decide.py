@@ -172,7 +172,8 @@ def decide(
     )
     action, reason = plan.action, plan.reason
     if admitted.changes and action is ActionKind.NONE:
-        names = ", ".join(c.job_id for c in admitted.changes)
+        by_id = {j.job_id: j.name for j in snapshot.jobs}
+        names = ", ".join(by_id.get(c.job_id, c.job_id) for c in admitted.changes)
         action, reason = ActionKind.ADMIT, f"admitted {names}; {plan.reason}"
     final = dataclasses.replace(
         plan,

@@ -82,17 +82,19 @@ def dp_allocation(choices: Sequence[JobChoices], spare: int) -> tuple[float, lis
     capacity left after every job holds its lowest point (must be >= 0). Runs in
     O(jobs × spare × choices); scaling cores by their common divisor is the caller's business.
     """
+    import numpy as np  # only the oracle needs it; keep the import off the module's import path
+
     base = sum(job.points[0][2] for job in choices)
-    tables = [[0.0] * (spare + 1)]
-    """tables[j][c]: the highest utility gain of the first j jobs with at most c extra cores."""
+    # tables[j][c]: the highest utility gain of the first j jobs with at most c extra cores.
+    # One vectorised max per upgrade instead of a Python loop over cores.
+    tables = [np.zeros(spare + 1)]
     for job in choices:
         best = tables[-1]
-        new = best[:]
+        new = best.copy()
         for extra, gain in _upgrades(job):
             if extra > spare:
                 break
-            shifted = [value + gain for value in best[: spare + 1 - extra]]
-            new[extra:] = [a if a >= b else b for a, b in zip(new[extra:], shifted, strict=True)]
+            np.maximum(new[extra:], best[: spare + 1 - extra] + gain, out=new[extra:])
         tables.append(new)
     chosen = [0] * len(choices)
     left = spare
@@ -105,7 +107,7 @@ def dp_allocation(choices: Sequence[JobChoices], spare: int) -> tuple[float, lis
                 chosen[j] = index
                 left -= extra
                 break
-    return base + tables[-1][spare], chosen
+    return base + float(tables[-1][spare]), chosen
 
 
 def _upgrades(job: JobChoices) -> list[tuple[int, float]]:

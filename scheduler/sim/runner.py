@@ -143,6 +143,9 @@ class Simulation:
         )  # fmt: skip
         self.ids: dict[str, str] = {}
         self.targets: dict[str, int] = {}
+        """What the scheduler decided for each job."""
+        self.applied: dict[str, int] = {}
+        """What each job's agent has applied, when targets travel in report answers."""
         self.statuses: dict[str, str] = {}
         self.oracle = OracleTracker(world, step_s=settings.oracle_step_s) if oracle else None
         self.samples: list[RoundSample] = []
@@ -169,9 +172,9 @@ class Simulation:
             self._register_arrivals()
             for name, document in self.world.advance(self.clock.now):
                 target = self.frontend.report(self.ids[name], document, self.clock.now)
-                if target is not None and target != self.targets.get(name):
+                if target is not None and target != self.applied.get(name):
                     self.world.set_target(name, target)  # the agent obeys the answer
-                    self.targets[name] = target
+                    self.applied[name] = target
             if self.clock.now >= self.scheduler_start:
                 self.core_seconds += self._cores_held() * self.settings.sub_window_s
                 if self.clock.now >= next_round:
@@ -196,6 +199,7 @@ class Simulation:
             self.targets[spec.name] = target
             if target > 0:
                 self.world.set_target(spec.name, target)
+                self.applied[spec.name] = target
 
     def _cores_held(self) -> float:
         return sum(node.cores_requested for node in self.world.cluster().nodes)

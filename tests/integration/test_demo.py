@@ -1,7 +1,9 @@
-"""`henge demo`, the README's first command, on the embedded defaults (short run)."""
+"""`henge demo`, the README's first command: the real service on SQLite and a simulated
+cluster, with reports through the HTTP API."""
 
 from __future__ import annotations
 
+import sqlite3
 from io import StringIO
 from pathlib import Path
 
@@ -10,13 +12,21 @@ from rich.console import Console
 from scheduler.demo import run_demo
 
 
-def test_demo_admits_the_jobs_runs_rounds_and_prints_a_summary(tmp_path: Path):
+def test_demo_runs_the_service_on_the_simulated_cluster_and_reports_where_it_ended(tmp_path: Path):
     buffer = StringIO()
-    summary = run_demo(seconds=16, console=Console(file=buffer, width=200), data_dir=tmp_path)
-    text = buffer.getvalue()
-    assert summary["rounds"] >= 5
-    assert summary["actions"].get("admit") == 3
-    assert {job["status"] for job in summary["jobs"].values()} == {"admitted"}
-    assert summary["max_utility"] == 65
-    assert "round   1" in text and "where the jobs ended" in text
-    assert (tmp_path / "henge-demo.db").exists()
+    outcome = run_demo(console=Console(file=buffer, width=200), data_dir=tmp_path, pace_s=0)
+    summary, text = outcome["summary"], buffer.getvalue()
+    assert summary["scenario"] == "demo" and summary["policy"] == "henge"
+    assert summary["actions"]["admit"] == 4  # every job, the late one too, was admitted
+    assert summary["actions"]["reconfigure"] >= 3
+    assert summary["utility"]["fraction"] > 0.8
+    assert summary["time_to_max_utility_s"] is not None
+    assert {job["name"] for job in summary["jobs"]} == {"pageload", "clicks", "wordcount", "fraud"}
+    assert "where the jobs ended" in text and f"plot: {tmp_path / 'henge-demo.png'}" in text
+    assert (tmp_path / "henge-demo.png").read_bytes()[:4] == b"\x89PNG"
+    # Everything went through the registry: rounds, actions and windows are stored in SQLite.
+    with sqlite3.connect(tmp_path / "henge-demo.db") as db:
+        rounds = db.execute("select count(*) from rounds").fetchone()[0]
+        admits = db.execute("select count(*) from actions where kind = 'admit'").fetchone()[0]
+        windows = db.execute("select count(*) from metric_windows").fetchone()[0]
+    assert rounds == 270 and admits == 4 and windows > 800

@@ -1,0 +1,156 @@
+"""The simulated world the runner drives: a cluster and its streaming jobs (``World`` protocol of
+:mod:`scheduler.sim.types`).
+
+Time advances in sub-windows from simulated time zero (``start``). Each sub-window, cluster
+events and job arrivals due by its start are applied, then every arrived job runs its
+micro-batches through the window and makes one report (DESIGN §5.1), unless a collector outage
+silences it. Deterministic for a given seed: every job draws its noise from its own
+``random.Random`` seeded with the seed and its name.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.core.model import ClusterView
+from scheduler.sim.cluster import Cluster
+from scheduler.sim.events import (
+    ClusterChange,
+    cluster_changes,
+    outages,
+    ready_cores_at,
+    silent,
+    spikes,
+)
+from scheduler.sim.inputs import RateSchedule, schedule_for
+from scheduler.sim.jobs import JobModel, JobRun
+from scheduler.sim.reports import Clock
+from scheduler.sim.scenario import JobScenario, Scenario
+from scheduler.sim.types import SimJobSpec, World
+
+DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
+_EPS = 1e-6
+
+
+class SimWorld:
+    """Implements :class:`scheduler.sim.types.World` for one scenario and seed."""
+
+    def __init__(self, scenario: Scenario, seed: int, start: datetime = DEFAULT_START) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.start = start
+        self._cluster = Cluster(scenario.cluster)
+        horizon = scenario.duration_s + 3600.0
+        events = scenario.events
+        self._models = {j.name: JobModel(j) for j in scenario.jobs}
+        self._schedules: dict[str, RateSchedule] = {
+            j.name: schedule_for(j.input, j.name, spikes(events), horizon) for j in scenario.jobs
+        }
+        self._arrivals: list[JobScenario] = sorted(scenario.jobs, key=lambda j: j.arrives_at_s)
+        self._changes: list[ClusterChange] = cluster_changes(events, scenario.cluster)
+        self._outages = outages(events)
+        self._runs: dict[str, JobRun] = {}
+        self._targets: dict[str, int] = {}
+        self._down: dict[str, int] = {}
+        self._window = 0
+        self._now = 0.0
+        self._clock = Clock(start)
+        self._view: tuple[tuple[int, int, float], ClusterView] | None = None
+        self._apply_until(0.0)
+
+    # ---- World ----------------------------------------------------------------------------
+
+    def specs(self) -> Sequence[SimJobSpec]:
+        return self.scenario.specs()
+
+    def advance(self, now: datetime) -> Sequence[tuple[str, Mapping[str, Any]]]:
+        t = self._seconds(now)
+        sub = self.scenario.sub_window_s
+        reports: list[tuple[str, Mapping[str, Any]]] = []
+        while (self._window + 1) * sub <= t + _EPS:
+            w0 = self._window * sub
+            w1 = w0 + sub
+            self._apply_until(w0)
+            version = self._cluster.version
+            for name, run in self._runs.items():
+                report = run.run_window(w0, w1, version)
+                if not (self._outages and silent(self._outages, name, w0, w1)):
+                    reports.append((name, report))
+            self._window += 1
+        self._now = max(self._now, t)
+        self._apply_until(self._now)
+        return reports
+
+    def set_target(self, job: str, executors: int) -> None:
+        if job not in self._models:
+            raise KeyError(f"unknown job {job!r}")
+        self._targets[job] = executors
+        if job in self._runs:
+            self._cluster.set_count(self._runs[job].pool, executors, self._now)
+
+    def cluster(self) -> ClusterView:
+        key = (self._cluster.version, self._window, self._now)
+        if self._view is None or self._view[0] != key:
+            busy = {name: run.last_capacity for name, run in self._runs.items()}
+            self._view = (key, self._cluster.view(busy, self._now))
+        return self._view[1]
+
+    def true_utility(self, job: str, executors: int, now: datetime) -> float:
+        t = self._seconds(now)
+        rate = self._schedules[job].rate(t)
+        return self._models[job].true_utility(rate, executors)
+
+    def capacity_cores(self, now: datetime) -> float:
+        return ready_cores_at(self.scenario.cluster, self.scenario.events, self._seconds(now))
+
+    # ---- inside -----------------------------------------------------------------------------
+
+    def _seconds(self, now: datetime) -> float:
+        return (now - self.start).total_seconds()
+
+    def _due(self, at_s: float) -> float:
+        """The sub-window boundary at or after ``at_s``, when events take effect."""
+        sub = self.scenario.sub_window_s
+        return math.ceil(at_s / sub - 1e-9) * sub
+
+    def _apply_until(self, t: float) -> None:
+        while self._changes and self._due(self._changes[0].at_s) <= t + _EPS:
+            self._apply(self._changes.pop(0), t)
+        while self._arrivals and self._due(self._arrivals[0].arrives_at_s) <= t + _EPS:
+            self._arrive(self._arrivals.pop(0))
+
+    def _apply(self, change: ClusterChange, t: float) -> None:
+        cluster = self._cluster
+        for name in change.fail:
+            self._down[name] = self._down.get(name, 0) + 1
+        if change.fail:
+            cluster.fail_nodes(change.fail, t)
+        back = []
+        for name in change.restore:
+            self._down[name] -= 1
+            if self._down[name] == 0:
+                back.append(name)
+        if back:
+            cluster.restore_nodes(back, t)
+        for name, factor in change.slowdown:
+            cluster.set_slowdown([name], factor)
+
+    def _arrive(self, job: JobScenario) -> None:
+        at = self._due(job.arrives_at_s)
+        ex = job.executors
+        pool = self._cluster.pool(job.name, ex.cores, ex.memory_mb)
+        rng = random.Random(f"{self.seed}:{job.name}")
+        model, schedule = self._models[job.name], self._schedules[job.name]
+        run = JobRun(model, schedule, pool, rng, at, self._clock)
+        self._runs[job.name] = run
+        if job.name in self._targets:
+            self._cluster.set_count(pool, self._targets[job.name], at)
+
+
+def build_world(scenario: Scenario, seed: int, start: datetime = DEFAULT_START) -> World:
+    """The world of ``scenario`` for ``seed``: same scenario and seed, same reports."""
+    return SimWorld(scenario, seed, start)
