@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from fastapi.encoders import jsonable_encoder
 import uvicorn
+from fastapi.encoders import jsonable_encoder
 from rich.console import Console
 from rich.table import Table
 
