@@ -357,7 +357,9 @@ def test_rounds_json_and_table(fresh_pg_url: str, tmp_path: Path):
                 break
             time.sleep(0.3)
         assert admits, data
-        assert job["id"] in admits[0]["reason"] and admits[0]["policy"] == "static"
+        assert f"admitted {job['name']}" in admits[0]["reason"]
+        assert admits[0]["policy"] == "static"
+        assert [a["job_id"] for a in admits[0]["actions"]] == [job["id"]]
         numbers = [r["number"] for r in data]
         assert numbers == sorted(numbers, reverse=True) and len(set(numbers)) == len(numbers)
         for entry in data:
@@ -370,7 +372,7 @@ def test_rounds_json_and_table(fresh_pg_url: str, tmp_path: Path):
 
         table = ok(henge("rounds", "--limit", "50", **admin))
         row = next(line for line in table.splitlines() if "admit" in line)
-        assert f"│ {admits[0]['number']} " in row and job["id"] in row
+        assert f"│ {admits[0]['number']} " in row and f"admitted {job['name']}" in row
         assert admits[0]["state"] in row
 
 

@@ -37,7 +37,8 @@ BUILTINS = {
 
 
 def test_every_builtin_loads_and_names_its_experiment() -> None:
-    assert set(builtin_scenarios()) == BUILTINS
+    # The paper's experiments, plus `demo`, the short scenario `henge demo` runs.
+    assert set(builtin_scenarios()) == {*BUILTINS, "demo"}
     for name in BUILTINS:
         scn = load_scenario(name)
         assert scn.name == name
@@ -195,3 +196,10 @@ def test_explicit_stages() -> None:
     doc["jobs"][0]["shape"] = "linear"
     with pytest.raises(ScenarioError, match=r"jobs\[0\]\.shape: give either stages or a shape"):
         parse_scenario(doc)
+
+
+def test_the_demo_scenario_loads_and_starts_the_scheduler_at_once() -> None:
+    scn = load_scenario("demo")
+    assert scn.scheduler_start_s == 0
+    assert {j.tenant for j in scn.jobs} == {"ads", "search", "payments"}
+    assert any(j.arrives_at_s > 0 for j in scn.jobs)
