@@ -43,7 +43,7 @@ from scheduler.core.cluster import cluster_congested, room_for
 from scheduler.core.model import ActionKind, Change, ClusterState, JobView, Plan, Snapshot
 from scheduler.core.policies import henge_state
 from scheduler.core.policies.henge_model import JobModel, observe, usable
-from scheduler.core.policies.henge_settings import PRODUCT_SWITCHES, HengeSettings
+from scheduler.core.policies.henge_settings import PRODUCT_DEFAULTS, HengeSettings
 from scheduler.core.policies.henge_sizing import Sizing, model_need, model_target, paper_target
 from scheduler.core.policies.henge_state import Configuration, HengeState, LastAction, Step
 from scheduler.core.policy import JSONDict, build_settings, register_policy
@@ -577,12 +577,14 @@ def _best_index(history: list[Configuration]) -> int:
     return max(range(len(history)), key=lambda i: (history[i].fraction, i))
 
 
-def _factory(name: str, switches: Mapping[str, bool]) -> Callable[[Mapping[str, Any]], HengePolicy]:
+def _factory(
+    name: str, defaults: Mapping[str, bool | float]
+) -> Callable[[Mapping[str, Any]], HengePolicy]:
     def build(params: Mapping[str, Any]) -> HengePolicy:
-        return HengePolicy(name, build_settings(HengeSettings, {**switches, **params}))
+        return HengePolicy(name, build_settings(HengeSettings, {**defaults, **params}))
 
     return build
 
 
 register_policy(PAPER, _factory(PAPER, {}))
-register_policy(PRODUCT, _factory(PRODUCT, PRODUCT_SWITCHES))
+register_policy(PRODUCT, _factory(PRODUCT, PRODUCT_DEFAULTS))

@@ -64,6 +64,10 @@ class HengeSettings:
 
     headroom: float = 0.2
     """Model sizing targets the SLO at this much more input than measured."""
+    give_back_headroom: float = 1.0
+    """Give-back keeps what the model says meets the SLO at this much more input (1.0: twice the
+    measured input), so that a spike does not find the job short (measured in docs/benchmarks.md:
+    0.2 lost a third of the utility in ``spike``)."""
     model_min_windows: int = 3
     """Reports folded into a job's model before the model is trusted."""
     model_alpha: float = 0.3
@@ -86,6 +90,7 @@ class HengeSettings:
         _require(0 <= self.drop_tolerance < 1, "drop_tolerance must be in [0, 1)")
         _require(self.history_size >= 1, "history_size must be >= 1")
         _require(self.headroom >= 0, "headroom must be >= 0")
+        _require(self.give_back_headroom >= 0, "give_back_headroom must be >= 0")
         _require(self.model_min_windows >= 1, "model_min_windows must be >= 1")
         _require(0 < self.model_alpha <= 1, "model_alpha must be in (0, 1]")
         _require(0 <= self.give_back_min_fraction < 1, "give_back_min_fraction must be in [0, 1)")
@@ -101,4 +106,16 @@ PRODUCT_SWITCHES: dict[str, bool] = {
     "give_back": True,
     "wake_on_new_job": True,
 }
-"""What ``henge`` turns on over ``henge-paper``."""
+"""Everything ``henge`` can turn on over ``henge-paper``."""
+
+PRODUCT_DEFAULTS: dict[str, bool | float] = {
+    # Measured in the simulator (docs/benchmarks.md): the online model misjudges jobs that are
+    # behind, so sizing from it, and blacklisting the SLOs it calls unattainable, cost utility
+    # in several scenarios; both stay available but off. Give-back and waking on a new job
+    # raised utility or saved cores everywhere.
+    "model_sizing": False,
+    "blacklist_unattainable": False,
+    "give_back": True,
+    "wake_on_new_job": True,
+}
+"""What the registered ``henge`` policy turns on by default."""

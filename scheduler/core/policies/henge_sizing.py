@@ -88,7 +88,7 @@ def model_need(job: JobView, model: JobModel, settings: HengeSettings) -> int | 
     """Executors a job meeting its SLO needs (with headroom), when fewer than it holds by at
     least ``give_back_min_fraction``; ``None`` when there is nothing worth giving back."""
     assert job.metrics is not None and job.metrics.input_rate is not None
-    padded = job.metrics.input_rate * (1 + settings.headroom)
+    padded = job.metrics.input_rate * (1 + settings.give_back_headroom)
     surplus = max(1, math.ceil(settings.give_back_min_fraction * job.executors - 1e-9))
     most = job.executors - surplus
     if most < job.min_executors or not meets_at(model, job, most, padded):

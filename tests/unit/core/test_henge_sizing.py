@@ -281,8 +281,17 @@ def test_model_need_for_give_back(executors: int, need: int | None, min_fraction
     # needs n >= 3.84 → 4 executors.
     slo = SLO(latency_ms=2000.0)
     views = [model_job(executors, 1000.0, slo, reported=at(10 * k)) for k in range(3)]
-    settings = HengeSettings(give_back_min_fraction=min_fraction)
+    settings = HengeSettings(give_back_min_fraction=min_fraction, give_back_headroom=0.2)
     assert model_need(views[-1], fitted(views), settings) == need
+
+
+def test_model_need_keeps_the_default_give_back_headroom_of_twice_the_input() -> None:
+    # At 2,000 rows/s (1,000 measured, headroom 1.0): latency 0.75 / (1 - 4/n) <= 2 needs
+    # n >= 6.4 → 7 executors, where 20 % headroom would give back down to 4.
+    slo = SLO(latency_ms=2000.0)
+    views = [model_job(20, 1000.0, slo, reported=at(10 * k)) for k in range(3)]
+    assert HengeSettings().give_back_headroom == 1.0
+    assert model_need(views[-1], fitted(views), HengeSettings()) == 7
 
 
 def test_give_back_when_converged_and_undo_when_slo_lost() -> None:
@@ -293,7 +302,7 @@ def test_give_back_when_converged_and_undo_when_slo_lost() -> None:
     paper_plan, _ = run(paper(), snap, state, at(30))
     assert paper_plan.action is ActionKind.NONE  # the paper never gives back
 
-    plan, state = run(product(), snap, state, at(30))
+    plan, state = run(product(give_back_headroom=0.2), snap, state, at(30))
     assert plan.action is ActionKind.RECONFIGURE
     assert "giving back" in plan.reason
     assert [(c.from_executors, c.to_executors) for c in plan.changes] == [(20, 4)]
@@ -302,7 +311,8 @@ def test_give_back_when_converged_and_undo_when_slo_lost() -> None:
     # After quiescing, the job misses its SLO: the give-back is undone and not tried again.
     worse = replace(views[-1], executors=4, last_report_at=at(90))
     worse = replace(worse, metrics=replace(worse.metrics, utility=7.0))  # type: ignore[arg-type]
-    plan, state = run(product(), snapshot([worse], when=at(90)), state, at(90))
+    plan, state = run(product(give_back_headroom=0.2), snapshot([worse], when=at(90)), state,
+                      at(90))  # fmt: skip
     assert plan.action is ActionKind.RECONFIGURE
     assert [(c.from_executors, c.to_executors) for c in plan.changes] == [(4, 20)]
     assert state.give_back_blacklist == {"a": at(90 + 3600)}
@@ -311,10 +321,11 @@ def test_give_back_when_converged_and_undo_when_slo_lost() -> None:
 def test_give_back_kept_when_slo_holds() -> None:
     slo = SLO(latency_ms=2000.0)
     views = [model_job(20, 1000.0, slo, reported=at(10 * k)) for k in range(3)]
-    _, state = run(product(), snapshot([views[-1]], when=at(30)), _converged_with_model(views),
+    policy = product(give_back_headroom=0.2)
+    _, state = run(policy, snapshot([views[-1]], when=at(30)), _converged_with_model(views),
                    at(30))  # fmt: skip
     after = model_job(4, 1000.0, slo, reported=at(90))
-    plan, state = run(product(), snapshot([after], when=at(90)), state, at(90))
+    plan, state = run(policy, snapshot([after], when=at(90)), state, at(90))
     assert plan.action is ActionKind.NONE
     assert state.give_back_blacklist == {}
     assert state.last_action is not None
