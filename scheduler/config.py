@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     static_memory_mb_per_node: int = Field(
         32768, ge=1, description="Memory per node (MiB) of the static view."
     )
+    leader_retry_s: float = Field(
+        5.0, gt=0, description="How often a replica that is not the leader tries to become it."
+    )
+    metrics_max_jobs: int = Field(
+        100, ge=0, description="Per-job utility is exported for at most this many jobs."
+    )
     scheduler_enabled: bool = Field(
         True, description="Run scheduling rounds in `henge serve` (off: API only)."
     )

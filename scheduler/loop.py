@@ -35,6 +35,7 @@ log = structlog.get_logger("henge.loop")
 class LoopSettings:
     window_s: float = 60.0
     sub_window_s: float = 10.0
+    metrics_max_jobs: int = 100
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,10 @@ class SchedulerLoop:
             self.metrics.round_seconds.observe(time.perf_counter() - started)
             self.metrics.total_utility.set(outcome.plan.total_utility)
             self.metrics.max_utility.set(outcome.plan.max_utility)
+            self.metrics.record_jobs(
+                [(v.job_id, v.name, v.priority, v.utility) for v in outcome.snapshot.jobs],
+                self.settings.metrics_max_jobs,
+            )
         return outcome
 
     def _round(self, tx: RoundTx) -> RoundOutcome:

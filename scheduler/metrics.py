@@ -33,9 +33,22 @@ class ServiceMetrics:
             "Sum of the jobs' priorities at the last round.",
             registry=self.registry,
         )
+        self.job_utility = Gauge(
+            "henge_job_utility",
+            "Each job's utility at the last round (the highest-priority jobs, up to a bound).",
+            ["job_id", "job"],
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "henge_leader", "1 when this replica runs the rounds.", registry=self.registry
         )
+
+    def record_jobs(self, utilities: list[tuple[str, str, float, float]], limit: int) -> None:
+        """``(job id, name, priority, utility)`` of the round's jobs; at most ``limit`` series,
+        highest priority first, so the label set stays bounded."""
+        self.job_utility.clear()
+        for job_id, name, _, value in sorted(utilities, key=lambda u: (-u[2], u[0]))[:limit]:
+            self.job_utility.labels(job_id, name).set(value)
 
     def report_accepted(self, duplicate: bool) -> None:
         self.reports.labels("duplicate" if duplicate else "accepted").inc()

@@ -17,6 +17,7 @@ from scheduler.cluster.port import ClusterSource
 from scheduler.cluster.static import StaticCluster
 from scheduler.config import Settings
 from scheduler.core.decide import CoreSettings
+from scheduler.leader import Leadership
 from scheduler.loop import LoopSettings, SchedulerLoop
 from scheduler.metrics import ServiceMetrics
 from scheduler.realize.port import Realizer
@@ -73,6 +74,7 @@ class Service:
     app: FastAPI
     loop: SchedulerLoop
     metrics: ServiceMetrics
+    leadership: Leadership
 
     def purge(self) -> int:
         with make_session_factory(self.engine)() as session, session.begin():
@@ -110,7 +112,10 @@ class Service:
     def _safe_round(self) -> None:
         # A failing round must not stop the schedule; the next one starts from stored state.
         try:
-            self.loop.run_round()
+            leading = self.leadership.is_leader()
+            self.metrics.leader.set(1 if leading else 0)
+            if leading:
+                self.loop.run_round()
         except Exception:
             log.exception("round.failed")
 
@@ -134,11 +139,17 @@ def build_service(
         realizer or make_realizer(settings.realizer),
         core_settings(settings),
         clock,
-        settings=LoopSettings(window_s=settings.window_s, sub_window_s=settings.sub_window_s),
+        settings=LoopSettings(
+            window_s=settings.window_s,
+            sub_window_s=settings.sub_window_s,
+            metrics_max_jobs=settings.metrics_max_jobs,
+        ),
         metrics=metrics,
         on_round=app.state.round_cache.set,
     )
-    return Service(settings, engine, app, loop, metrics)
+    return Service(
+        settings, engine, app, loop, metrics, Leadership(engine, settings.leader_retry_s)
+    )
 
 
 def serve(settings: Settings) -> None:
@@ -167,4 +178,5 @@ def serve(settings: Settings) -> None:
         uvicorn.Server(config).run()
     finally:
         background.shutdown(wait=True)
+        service.leadership.release()
         service.engine.dispose()

@@ -146,6 +146,9 @@ class BodyLimit:
             await self._too_large(scope, receive, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = scope.get("app")
+        if app is not None and str(scope.get("path", "")).endswith("/reports"):
+            app.state.metrics.report_rejected("too_large")
         response = JSONResponse(
             {"detail": f"request body larger than {self.max_bytes} bytes"},
             status_code=status.HTTP_413_CONTENT_TOO_LARGE,
