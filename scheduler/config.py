@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     cluster_view: str = Field(
         "static", description="Where cluster capacity comes from: static (capacity from settings)."
     )
+    managed_namespaces: list[str] = Field(
+        default_factory=list,
+        description="Kubernetes namespaces whose Spark executors and applications Henge manages "
+        '(JSON list, e.g. \'["spark-jobs"]\'); used by the kubernetes view and spark-operator.',
+    )
     static_nodes: int = Field(4, ge=1, description="Nodes of the static cluster view.")
     static_cores_per_node: int = Field(8, ge=1, description="Cores per node of the static view.")
     static_memory_mb_per_node: int = Field(
