@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     managed_namespaces: list[str] = Field(
         default_factory=list,
         description="Kubernetes namespaces whose Spark executors and applications Henge manages "
-        '(JSON list, e.g. \'["spark-jobs"]\'); used by the kubernetes view and spark-operator.',
+        "(JSON list, e.g. '[\"spark-jobs\"]'); used by the kubernetes view and spark-operator.",
     )
     static_nodes: int = Field(4, ge=1, description="Nodes of the static cluster view.")
     static_cores_per_node: int = Field(8, ge=1, description="Cores per node of the static view.")
