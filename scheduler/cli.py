@@ -17,6 +17,7 @@ from rich.table import Table
 
 from scheduler.bench.ingest import ingest as bench_ingest
 from scheduler.client import ClientError, HengeClient, resolve_config
+from scheduler.web.bench import dashboard_command
 
 app = typer.Typer(
     name="henge",
@@ -393,6 +394,7 @@ def rounds(
 # ---- benchmarks ------------------------------------------------------------------------------
 
 bench_app.command("ingest")(bench_ingest)
+bench_app.command("dashboard")(dashboard_command)
 
 
 def _fail(message: str) -> NoReturn:

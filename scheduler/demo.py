@@ -125,7 +125,8 @@ def run_demo(
             _wait_ready(http)
             console.print(
                 f"Henge demo: scenario [bold]{scenario.name}[/] ({scenario.description.strip()})\n"
-                f"API {url}, registry {data_dir / 'henge-demo.db'}, policy henge; "
+                f"API {url}, dashboard {url}/ui/, registry {data_dir / 'henge-demo.db'}, "
+                f"policy henge; "
                 f"{scenario.duration_s / 60:.0f} simulated minutes on a virtual clock",
                 highlight=False,
             )
@@ -205,7 +206,11 @@ def _serve_until_interrupted(console: Console, url: str, data_dir: Path, token: 
     token_file = data_dir / "admin-token"
     token_file.write_text(token)
     token_file.chmod(0o600)
-    console.print(f"Serving {url} until interrupted; the admin token is in {token_file}")
+    console.print(
+        f"Serving {url} until interrupted; the admin token is in {token_file}\n"
+        f"Dashboard: {url}/ui/ (sign in with that token)",
+        highlight=False,
+    )
     try:
         while True:
             time.sleep(1)

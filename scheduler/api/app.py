@@ -21,6 +21,7 @@ from scheduler.cluster.port import ClusterSource
 from scheduler.config import Settings
 from scheduler.metrics import ServiceMetrics
 from scheduler.registry.engine import make_session_factory
+from scheduler.web import mount_dashboard
 
 log = structlog.get_logger("henge.api")
 
@@ -53,6 +54,7 @@ def create_app(
     app.state.round_cache = RoundCache()
     for module in (health, tenants, jobs, reports, rounds):
         app.include_router(module.router)
+    mount_dashboard(app)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(RequestLog)
     app.add_middleware(BodyLimit, max_bytes=settings.max_report_bytes)

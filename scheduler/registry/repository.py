@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Row, delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -217,20 +217,26 @@ def retention_cutoff(now: datetime, days: float) -> datetime:
 
 def list_rounds(
     session: Session, since: datetime | None, until: datetime | None, limit: int
-) -> list[tuple[Round, list[Action]]]:
-    """Rounds newest first, each with its actions."""
-    query = select(Round)
+) -> list[tuple[Row[Any], list[Row[Any]]]]:
+    """Rounds newest first, each with its actions (plain rows: thousands are read at once)."""
+    rounds_t, actions_t = Round.__table__, Action.__table__
+    query = select(rounds_t)
     if since is not None:
-        query = query.where(Round.started_at >= since)
+        query = query.where(rounds_t.c.started_at >= since)
     if until is not None:
-        query = query.where(Round.started_at <= until)
-    rounds = session.scalars(query.order_by(Round.number.desc()).limit(limit)).all()
-    by_round: dict[int, list[Action]] = {r.id: [] for r in rounds}
-    if by_round:
-        for action in session.scalars(
-            select(Action).where(Action.round_id.in_(by_round)).order_by(Action.id)
+        query = query.where(rounds_t.c.started_at <= until)
+    rounds = session.execute(query.order_by(rounds_t.c.number.desc()).limit(limit)).all()
+    by_round: dict[int, list[Row[Any]]] = {r.id: [] for r in rounds}
+    if rounds:
+        # The same rounds by their number range, not by a list of thousands of ids.
+        for action in session.execute(
+            select(actions_t)
+            .join(rounds_t, rounds_t.c.id == actions_t.c.round_id)
+            .where(rounds_t.c.number.between(rounds[-1].number, rounds[0].number))
+            .order_by(actions_t.c.id)
         ):
-            by_round[action.round_id].append(action)
+            if action.round_id in by_round:
+                by_round[action.round_id].append(action)
     return [(r, by_round[r.id]) for r in rounds]
 
 

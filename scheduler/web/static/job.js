@@ -1,0 +1,83 @@
+// One job: utility, juice, latency and executors over time with its actions marked; its SLO
+// and bounds.
+import { NotFound, getJSON } from './api.js';
+import { drawChart, level } from './charts.js';
+import { el, num, setText, sloText, utc } from './format.js';
+import { apiRange, bounds, currentRange, extent, showBounds } from './range.js';
+import { startPage } from './page.js';
+
+const jobId = document.getElementById('job').dataset.jobId;
+const base = `/v1/jobs/${encodeURIComponent(jobId)}`;
+
+function showJob(job) {
+  setText('job-name', job.name);
+  setText('job-status', job.status);
+  setText('job-reason', job.status_reason);
+  setText('job-utility', `${num(job.utility, 2)} / ${num(job.priority, 0)}`);
+  setText('job-priority', job.utility === null ? 'no report yet' : job.utility >= job.priority * (1 - 1e-9) ? 'meets its SLO' : 'below its SLO');
+  setText('job-slo', sloText(job.slo));
+  setText('job-slo-sub', `actuator ${job.actuator}`);
+  const e = job.executors;
+  setText('job-executors', String(e.target));
+  setText('job-bounds', `bounds ${e.min}–${e.max} · initial ${e.initial} · ${e.cores} cores, ${e.memory_mb} MiB each`);
+  setText('job-juice-latency', `${num(job.juice, 3)} · ${num(job.latency_ms, 0)} ms`);
+  setText('job-last-report', job.last_report_at ? `last report ${utc(Date.parse(job.last_report_at))} UTC` : 'no report yet');
+}
+
+function showActions(actions) {
+  const body = document.querySelector('#job-actions tbody');
+  body.replaceChildren(...actions.slice(0, 200).map((a) => el('tr', {},
+    el('td', { class: 'num', text: String(a.round) }),
+    el('td', { text: utc(Date.parse(a.at)) }),
+    el('td', { text: a.kind }),
+    el('td', { class: 'num', text: `${a.from_executors} → ${a.to_executors}` }),
+    el('td', { text: a.reason }))));
+}
+
+async function load() {
+  let job;
+  try {
+    job = await getJSON(base);
+  } catch (error) {
+    if (error instanceof NotFound) throw new Error('this job is gone (deregistered or not yours)');
+    throw error;
+  }
+  const range = currentRange();
+  const anchor = job.last_report_at ? Date.parse(job.last_report_at) : null;
+  const params = apiRange(range, anchor);
+  const [history, actions] = await Promise.all([
+    getJSON(`${base}/history`, params),
+    getJSON(`${base}/actions`, params),
+  ]);
+  const points = history.points.map((p) => ({ ...p, t: Date.parse(p.window_end) }));
+  const markers = actions
+    .map((a) => ({ round: a.round, t: Date.parse(a.at), kind: a.kind, jobs: [job.name], label: `${a.kind} ${a.from_executors}→${a.to_executors}` }))
+    .reverse();
+  const times = [...points.map((p) => p.t), ...markers.map((m) => m.t)].sort((a, b) => a - b);
+  const [xMin, xMax] = extent(times, bounds(range, anchor));
+  const series = (key) => points.filter((p) => p[key] !== null).map((p) => ({ x: p.t, y: p[key] }));
+  const common = { markers, xMin, xMax };
+  const compact = (list) => list.filter((s) => s !== null);
+  drawChart('job-utility-chart', { ...common, yMin: 0, series: compact([
+    { label: 'utility', points: series('utility'), color: '#1565c0', width: 2 },
+    level('priority (SLO met)', job.priority, xMin, xMax, '#777'),
+  ]) });
+  drawChart('job-juice-chart', { ...common, yMin: 0, ySuggestedMax: 1, series: compact([
+    { label: 'juice', points: series('juice'), color: '#2e7d32', width: 2 },
+    level('juice objective', job.slo.juice, xMin, xMax, '#777'),
+  ]) });
+  drawChart('job-latency-chart', { ...common, yMin: 0, series: compact([
+    { label: 'latency (ms)', points: series('latency_ms'), color: '#6a1b9a', width: 2 },
+    level('latency objective', job.slo.latency_ms, xMin, xMax, '#777'),
+  ]) });
+  drawChart('job-executors-chart', { ...common, yMin: 0, series: compact([
+    { label: 'executors', points: series('executors'), color: '#ef6c00', width: 2, stepped: true },
+    level('min', job.executors.min, xMin, xMax, '#999'),
+    level('max', job.executors.max, xMin, xMax, '#555'),
+  ]) });
+  showBounds(range, anchor);
+  showJob(job);
+  showActions(actions);
+}
+
+startPage(load);

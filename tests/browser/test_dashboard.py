@@ -1,0 +1,206 @@
+"""The admin's way through the dashboard: sign in, the overview drawn with the stored rounds and
+actions, the jobs table, a job page, the rounds log and its filters, refreshing while open."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import insert
+
+from scheduler.registry.engine import make_engine
+from scheduler.registry.tables import Round
+from tests.browser.conftest import (
+    REFRESH_S,
+    SEED_ROUNDS,
+    Dashboard,
+    api_get,
+    screenshot,
+    sign_in,
+    wait_ready,
+)
+
+CHART = """(id) => {
+    const entry = window.__hengeCharts[id];
+    const chart = Chart.getChart(id);
+    return {points: entry.points, data: entry.data, markers: entry.markers,
+            lines: entry.markerLines, drawnAt: entry.drawnAt,
+            rendered: chart.getDatasetMeta(0).data.length};
+}"""
+
+
+def _names(dashboard: Dashboard) -> dict[str, str]:
+    return {job.id: job.name for job in dashboard.seeded.jobs}
+
+
+def _expected_markers(rounds: list[dict[str, Any]], names: dict[str, str]) -> dict[int, list[str]]:
+    return {
+        r["number"]: sorted({names[a["job_id"]] for a in r["actions"]})
+        for r in rounds
+        if r["actions"]
+    }
+
+
+def _column(page: Any, table: str, index: int) -> list[str]:
+    script = "([t, i]) => [...document.querySelectorAll(`#${t} tbody tr`)]"
+    script += ".map((tr) => tr.cells[i].textContent)"
+    return list(page.evaluate(script, [table, index]))
+
+
+def test_admin_signs_in_and_the_overview_is_drawn_with_the_stored_rounds(
+    page: Any, dashboard: Dashboard
+) -> None:
+    sign_in(page, dashboard.admin_token)
+    assert page.url == f"{dashboard.url}/ui/"
+    wait_ready(page)
+    stored = api_get(dashboard, "/v1/rounds", limit=10_000)[::-1]  # oldest first
+    drawn = page.evaluate(CHART, "utility-chart")
+
+    assert drawn["points"] == drawn["rendered"] == len(stored) == SEED_ROUNDS
+    total, maximum = drawn["data"][0]["points"], drawn["data"][1]["points"]
+    assert [p["y"] for p in total] == [r["total_utility"] for r in stored]
+    assert [p["y"] for p in maximum] == [r["max_utility"] for r in stored]
+    assert [p["x"] for p in total] == [
+        datetime.fromisoformat(r["started_at"]).timestamp() * 1000 for r in stored
+    ]
+    # One labelled line per round that acted, naming the jobs its actions touched.
+    expected = _expected_markers(stored, _names(dashboard))
+    assert {m["round"]: sorted(m["jobs"]) for m in drawn["markers"]} == expected
+    assert all(m["label"] == ", ".join(m["jobs"]) for m in drawn["markers"])
+    assert drawn["lines"] == len(expected) > 0 and drawn["drawnAt"] is not None
+
+    cluster = api_get(dashboard, "/v1/cluster")
+    expected_now = f"{cluster['total_utility']:.1f} / {cluster['max_utility']:.1f}"
+    assert page.text_content("#utility-now") == expected_now
+    assert page.text_content("#state") == cluster["state"].replace("_", " ")
+    assert page.locator("#allocation tbody tr").count() == len(dashboard.seeded.jobs)
+    screenshot(page, "overview")
+
+    # The time range picker: the last 15 minutes of data.
+    page.select_option("#range-preset", "15m")
+    wait_ready(page, loads=2)
+    newest = datetime.fromisoformat(stored[-1]["started_at"])
+    recent = [
+        r
+        for r in stored
+        if datetime.fromisoformat(r["started_at"]) >= newest - timedelta(minutes=15)
+    ]
+    drawn = page.evaluate(CHART, "utility-chart")
+    assert drawn["points"] == drawn["rendered"] == len(recent) < len(stored)
+    assert {m["round"] for m in drawn["markers"]} == set(
+        _expected_markers(recent, _names(dashboard))
+    )
+    assert "range=15m" in page.url
+    screenshot(page, "overview-15min")
+    assert page.console_errors == []
+
+
+def test_jobs_table_sorts_and_opens_a_job_page_with_its_history_and_actions(
+    page: Any, dashboard: Dashboard
+) -> None:
+    sign_in(page, dashboard.admin_token, "/ui/login?next=/ui/jobs")
+    assert page.url == f"{dashboard.url}/ui/jobs"
+    wait_ready(page)
+    jobs = api_get(dashboard, "/v1/jobs")
+    assert sorted(_column(page, "jobs", 0)) == sorted(j["name"] for j in jobs)
+    page.click("th[data-key=priority] button")
+    priorities = [float(v) for v in _column(page, "jobs", 3)]
+    assert priorities == sorted(priorities)
+    page.click("th[data-key=priority] button")
+    assert [float(v) for v in _column(page, "jobs", 3)] == sorted(priorities, reverse=True)
+    assert page.get_attribute("th[data-key=priority]", "aria-sort") == "descending"
+    screenshot(page, "jobs")
+
+    job = dashboard.seeded.jobs[0]
+    with page.expect_navigation():
+        page.click(f"a[href='/ui/jobs/{job.id}']")
+    wait_ready(page)
+    history = api_get(dashboard, f"/v1/jobs/{job.id}/history", limit=10_000)["points"]
+    rounds = api_get(dashboard, "/v1/rounds", limit=10_000)
+    acted = {r["number"] for r in rounds if any(a["job_id"] == job.id for a in r["actions"])}
+    for chart, key in (("job-utility-chart", "utility"), ("job-executors-chart", "executors")):
+        drawn = page.evaluate(CHART, chart)
+        assert drawn["points"] == drawn["rendered"] == len(history)
+        assert [p["y"] for p in drawn["data"][0]["points"]] == [h[key] for h in history]
+        assert {m["round"] for m in drawn["markers"]} == acted and drawn["lines"] == len(acted)
+    utility = page.evaluate("() => window.__hengeCharts['job-utility-chart'].data")
+    assert (
+        utility[1]["label"] == "priority (SLO met)" and utility[1]["points"][0]["y"] == job.priority
+    )
+    assert page.locator("#job-actions tbody tr").count() == len(acted)
+    assert page.text_content("#job-name") == job.name
+    screenshot(page, "job")
+    assert page.console_errors == []
+
+
+def test_rounds_log_filters_by_action_job_and_time_range(page: Any, dashboard: Dashboard) -> None:
+    sign_in(page, dashboard.admin_token)
+    page.goto("/ui/rounds")
+    wait_ready(page)
+    rounds = api_get(dashboard, "/v1/rounds", limit=10_000)
+    assert page.get_attribute("#rounds", "data-matching") == str(len(rounds))
+
+    page.select_option("#filter-state", "converged")
+    converged = [r for r in rounds if r["state"] == "converged"]
+    assert page.get_attribute("#rounds", "data-matching") == str(len(converged))
+    assert set(_column(page, "rounds", 2)) == {"converged"}
+    page.select_option("#filter-state", "")
+
+    page.select_option("#filter-action", "reconfigure")
+    reconfigured = [r for r in rounds if r["action"] == "reconfigure"]
+    assert page.get_attribute("#rounds", "data-matching") == str(len(reconfigured))
+    assert set(_column(page, "rounds", 3)) == {"reconfigure"}
+
+    job = dashboard.seeded.jobs[1]
+    page.select_option("#filter-job", job.id)
+    touching = [r for r in reconfigured if any(a["job_id"] == job.id for a in r["actions"])]
+    assert page.get_attribute("#rounds", "data-matching") == str(len(touching)) != "0"
+    assert [int(n) for n in _column(page, "rounds", 0)] == [r["number"] for r in touching]
+    assert f"job={job.id}" in page.url and "action=reconfigure" in page.url
+    screenshot(page, "rounds-filtered")
+
+    # A custom time range: rounds 101 to 200 of the stored ones.
+    page.select_option("#filter-job", "")
+    page.select_option("#filter-action", "")
+    oldest_first = rounds[::-1]
+    since, until = oldest_first[100]["started_at"], oldest_first[199]["started_at"]
+    page.fill("#range-since", since[:19])
+    page.fill("#range-until", until[:19])
+    page.click("#range button[type=submit]")
+    wait_ready(page, loads=2)
+    assert page.get_attribute("#rounds", "data-matching") == "100"
+    assert int(_column(page, "rounds", 0)[0]) == oldest_first[199]["number"]
+    screenshot(page, "rounds-range")
+    assert page.console_errors == []
+
+
+def test_the_overview_refreshes_itself_while_open(page: Any, dashboard: Dashboard) -> None:
+    sign_in(page, dashboard.admin_token)
+    wait_ready(page)
+    before = page.evaluate("() => window.__hengeCharts['utility-chart'].points")
+    newest = api_get(dashboard, "/v1/rounds", limit=1)[0]
+    at = datetime.fromisoformat(newest["started_at"]) + timedelta(seconds=10)
+    engine = make_engine(dashboard.database_url, pool_size=1)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                insert(Round).values(
+                    number=newest["number"] + 1,
+                    started_at=at,
+                    finished_at=at,
+                    policy="henge",
+                    state="converged",
+                    action="none",
+                    job_id=None,
+                    reason="refresh test",
+                    total_utility=newest["max_utility"],
+                    max_utility=newest["max_utility"],
+                )
+            )
+    finally:
+        engine.dispose()
+    page.wait_for_function(
+        f"() => window.__hengeCharts['utility-chart'].points === {before + 1}",
+        timeout=(REFRESH_S * 2 + 5) * 1000,
+    )
+    assert int(page.evaluate("() => document.body.dataset.loads")) >= 2
