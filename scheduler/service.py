@@ -53,7 +53,18 @@ def make_cluster_source(settings: Settings) -> ClusterSource:
             settings.static_cores_per_node,
             settings.static_memory_mb_per_node,
         )
-    raise ValueError(f"unknown cluster view {settings.cluster_view!r}; known: static")
+    if settings.cluster_view == "spark-standalone":
+        from scheduler.cluster.spark_standalone import SparkStandaloneCluster
+
+        return SparkStandaloneCluster.from_env()
+    if settings.cluster_view == "kubernetes":
+        from scheduler.cluster.kubernetes import KubernetesCluster
+
+        return KubernetesCluster.from_env()
+    raise ValueError(
+        f"unknown cluster view {settings.cluster_view!r}; "
+        "known: static, spark-standalone, kubernetes"
+    )
 
 
 def core_settings(settings: Settings) -> CoreSettings:

@@ -1,0 +1,392 @@
+"""The agent: one report per sub-window, the answer's target applied live (DESIGN §5.3).
+
+Runs in a daemon thread of the tenant's driver. Nothing it does raises into the job: a failure
+to read a metric, to reach the scheduler or to resize is logged and the job goes on with the
+executors it has.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.agent.client import Answer, ReportClient, ReportError
+from scheduler.agent.estimator import latency_ms
+from scheduler.agent.progress import Drained, ProgressBook
+from scheduler.agent.spark_control import SparkControl
+
+log = logging.getLogger("henge.agent")
+
+MAX_BATCHES = 10_000
+MAX_PENDING = 6
+
+
+def iso(epoch_s: float) -> str:
+    moment = datetime.fromtimestamp(epoch_s, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class AgentStats:
+    """Counters and the agent's own CPU time in the driver (Python side, thread CPU time)."""
+
+    reports_sent: int = 0
+    reports_failed: int = 0
+    reports_dropped: int = 0
+    targets_applied: int = 0
+    targets_ignored: int = 0
+    progress_events: int = 0
+    report_cpu_s: float = 0.0
+    """CPU time of the agent thread: reading Spark's status, building, posting, resizing."""
+    listener_cpu_s: float = 0.0
+    """CPU time spent in the listener callbacks (after PySpark has built the event)."""
+    last_target: int | None = None
+    last_round: int | None = None
+    resizes: list[dict[str, Any]] = field(default_factory=list)
+
+    def cpu_ms_per_report(self) -> float | None:
+        if not self.reports_sent:
+            return None
+        return (self.report_cpu_s + self.listener_cpu_s) * 1000.0 / self.reports_sent
+
+
+class Agent:
+    def __init__(
+        self,
+        control: SparkControl,
+        client: ReportClient,
+        book: ProgressBook,
+        *,
+        sub_window_s: float = 10.0,
+        min_executors: int | None = None,
+        max_executors: int | None = None,
+        initial_executors: int | None = None,
+        max_backoff_s: float = 60.0,
+        resize: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if sub_window_s <= 0:
+            raise ValueError("sub_window_s must be > 0")
+        if (
+            min_executors is not None
+            and max_executors is not None
+            and min_executors > max_executors
+        ):
+            raise ValueError(f"min_executors ({min_executors}) > max_executors ({max_executors})")
+        self.control = control
+        self.client = client
+        self.book = book
+        self.sub_window_s = float(sub_window_s)
+        self.min_executors = min_executors if min_executors is not None else 0
+        self.max_executors = max_executors
+        self.initial_executors = initial_executors
+        self.max_backoff_s = max_backoff_s
+        self.resize = resize
+        """False: report only (a job run by the spark-operator is resized by its realizer)."""
+        self.clock = clock
+        self.stats = AgentStats()
+        self.applied: int | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pending: deque[dict[str, Any]] = deque()
+        self._failures = 0
+        self._next_attempt = 0.0
+        self._task_time: dict[str, float] = {}
+        self._window_start = clock()
+        self._ignored: int | None = None
+        self._killed: set[str] = set()
+        self._cores = self._cores_per_executor()
+        self._task_cpus = _int(control.conf("spark.task.cpus", "1"), 1)
+        self.on_stop: list[Callable[[], None]] = []
+
+    # ---- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> Agent:
+        self._baseline()
+        if self.initial_executors is not None:
+            self._guard("initial size", lambda: self.apply_target(self.initial_executors))
+        self._thread = threading.Thread(target=self._run, name="henge-agent", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop reporting (the executors stay as they are)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+        for hook in self.on_stop:
+            self._guard("stop", hook)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        next_close = self._window_start + self.sub_window_s
+        while not self._stop.is_set():
+            now = self.clock()
+            wake = min(next_close, self._next_attempt) if self._pending else next_close
+            if self._stop.wait(max(0.0, wake - now)):
+                break
+            now = self.clock()
+            if now >= next_close:
+                self._guard("report", lambda now=now: self.tick(now))
+                next_close += self.sub_window_s
+                if next_close <= now:  # fell behind (a paused process): skip ahead
+                    next_close = now + self.sub_window_s
+            elif self._pending and now >= self._next_attempt:
+                self._guard("retry", lambda now=now: self.flush(now))
+
+    def _guard(self, what: str, action: Callable[[], Any]) -> None:
+        try:
+            action()
+        except Exception:
+            log.exception("henge agent: %s failed; the job goes on unchanged", what)
+
+    # ---- one sub-window -----------------------------------------------------------------------
+
+    def tick(self, now: float | None = None) -> None:
+        """Close the current sub-window, queue its report, and send what is queued."""
+        started = time.thread_time()
+        now = self.clock() if now is None else now
+        try:
+            report = self.build_report(self._window_start, now)
+            self._window_start = now
+            self._pending.append(report)
+            while len(self._pending) > MAX_PENDING:
+                self._pending.popleft()
+                self.stats.reports_dropped += 1
+            if now >= self._next_attempt:
+                self.flush(now, count_cpu=False)
+        finally:
+            self.stats.report_cpu_s += time.thread_time() - started
+
+    def flush(self, now: float | None = None, *, count_cpu: bool = True) -> None:
+        """Send the queued reports, oldest first; apply the newest answer's target."""
+        started = time.thread_time()
+        now = self.clock() if now is None else now
+        answer: Answer | None = None
+        try:
+            while self._pending:
+                try:
+                    answer = self.client.post(self._pending[0])
+                except ReportError as exc:
+                    if exc.retry:
+                        self._failed(exc, now)
+                        return
+                    log.warning("henge agent: report refused (%s); dropping it", exc)
+                    self.stats.reports_dropped += 1
+                    self._pending.popleft()
+                    continue
+                self._pending.popleft()
+                self.stats.reports_sent += 1
+            if self._failures:
+                log.info(
+                    "henge agent: scheduler reachable again after %d failure(s)", self._failures
+                )
+            self._failures = 0
+            self._next_attempt = 0.0
+        finally:
+            if answer is not None:
+                self.stats.last_target = answer.target_executors
+                self.stats.last_round = answer.round
+                self.apply_target(answer.target_executors)
+            if count_cpu:
+                self.stats.report_cpu_s += time.thread_time() - started
+
+    def _failed(self, exc: ReportError, now: float) -> None:
+        self._failures += 1
+        self.stats.reports_failed += 1
+        delay = min(self.max_backoff_s, self.sub_window_s * 2 ** (self._failures - 1))
+        delay *= random.uniform(0.8, 1.2)
+        self._next_attempt = now + delay
+        level = (
+            logging.WARNING if self._failures == 1 or self._failures % 10 == 0 else logging.DEBUG
+        )
+        log.log(
+            level,
+            "henge agent: report not delivered (%s); keeping the current executors, "
+            "retry %d in %.0f s",
+            exc,
+            self._failures,
+            delay,
+        )
+
+    def build_report(self, start: float, end: float) -> dict[str, Any]:
+        drained = self.book.drain()
+        self.stats.progress_events += drained.events
+        executors = self.control.live_executor_ids()
+        busy_ms = self._busy_core_ms()
+        report: dict[str, Any] = {
+            "window_start": iso(start),
+            "window_end": iso(max(end, start + 0.001)),
+            "executors": len(executors),
+            "cores_per_executor": self._cores,
+            "busy_core_ms": round(busy_ms, 3),
+            "sources": self._sources(drained, end - start),
+            "batches": [
+                {
+                    "start": iso(b.start),
+                    "end": iso(max(b.end, b.start)),
+                    "rows": b.rows,
+                    **({"backlog_at_start": b.backlog_at_start} if b.backlog_at_start else {}),
+                }
+                for b in drained.batches[-MAX_BATCHES:]
+            ],
+        }
+        latency = latency_ms(drained.batches)
+        if latency is not None:
+            report["latency_ms"] = latency
+        try:
+            widest = self.control.widest_stage()
+        except Exception as exc:
+            log.debug("henge agent: stage info unavailable: %s", exc)
+            widest = None
+        if widest:
+            report["max_parallelism"] = widest
+        if drained.state_rows is not None:
+            report["state"] = {
+                "rows": drained.state_rows,
+                "memory_bytes": drained.state_memory_bytes,
+            }
+        return report
+
+    def _sources(self, drained: Drained, seconds: float) -> list[dict[str, Any]]:
+        out = []
+        for source in drained.sources.values():
+            entry: dict[str, Any] = {"name": source.name, "processed_rows": source.processed_rows}
+            if source.rows_per_second is not None:
+                entry["arrived_rows"] = round(source.rows_per_second * max(0.0, seconds), 3)
+            if source.backlog_rows is not None:
+                entry["backlog_rows"] = source.backlog_rows
+            out.append(entry)
+        return out
+
+    def _baseline(self) -> None:
+        try:
+            self._task_time = {e.id: e.task_time_ms for e in self.control.executors()}
+        except Exception as exc:
+            log.warning("henge agent: executor status unavailable at start: %s", exc)
+
+    def _busy_core_ms(self) -> float:
+        """Core-ms the executors spent running tasks since the last report: the growth of each
+        executor's cumulative task time (live and dead ones alike), times ``spark.task.cpus``."""
+        try:
+            states = self.control.executors()
+        except Exception as exc:
+            log.warning("henge agent: executor status unavailable: %s", exc)
+            return 0.0
+        busy = 0.0
+        seen: dict[str, float] = {}
+        for state in states:
+            seen[state.id] = state.task_time_ms
+            busy += max(0.0, state.task_time_ms - self._task_time.get(state.id, 0.0))
+        self._task_time = seen
+        return busy * self._task_cpus
+
+    def _cores_per_executor(self) -> int:
+        configured = _int(self.control.conf("spark.executor.cores"), 0)
+        if configured > 0:
+            return configured
+        try:
+            cores = [e.cores for e in self.control.executors() if e.active and e.cores > 0]
+        except Exception:
+            cores = []
+        return max(set(cores), key=cores.count) if cores else 1
+
+    # ---- resizing -----------------------------------------------------------------------------
+
+    def within_bounds(self, target: int) -> bool:
+        if target < self.min_executors:
+            return False
+        return self.max_executors is None or target <= self.max_executors
+
+    def apply_target(self, target: int | None) -> bool:
+        """Resize to ``target`` executors; returns whether Spark was asked to change.
+
+        A target outside ``[min_executors, max_executors]`` is ignored (one log line per value).
+        Growing is ``requestTotalExecutors``; shrinking kills the surplus, idle executors first
+        (then those with the fewest running tasks, newest first), and sets the new total. The
+        same target again only removes a surplus Spark still has (a standalone master launches
+        executors on every free core before the first target arrives).
+        """
+        if target is None:
+            return False
+        if not self.within_bounds(target):
+            self.stats.targets_ignored += 1
+            if self._ignored != target:
+                self._ignored = target
+                high = "inf" if self.max_executors is None else self.max_executors
+                log.warning(
+                    "henge agent: ignoring target %d: outside the job's bounds [%d, %s]; "
+                    "keeping the current executors",
+                    target,
+                    self.min_executors,
+                    high,
+                )
+            return False
+        self._ignored = None
+        changed = target != self.applied
+        self.applied = target
+        if not self.resize:
+            return False
+        acted = self._reconcile(target, request=changed)
+        if changed:
+            self.stats.targets_applied += 1
+        return acted
+
+    def _reconcile(self, target: int, *, request: bool) -> bool:
+        registered = self.control.live_executor_ids()
+        self._killed &= set(registered)  # those gone are gone
+        live = [i for i in registered if i not in self._killed]
+        victims: list[str] = []
+        if len(live) > target:
+            victims = self._victims(live, len(live) - target)
+            self.control.kill(victims)
+            self._killed |= set(victims)
+        if not (request or victims):
+            return False
+        self.control.request_total(target)
+        log.info(
+            "henge agent: executors %d -> %d%s",
+            len(live),
+            target,
+            f" (removing {', '.join(victims)})" if victims else "",
+        )
+        self.stats.resizes.append(
+            {"at": self.clock(), "from": len(live), "to": target, "killed": victims}
+        )
+        del self.stats.resizes[:-50]
+        return True
+
+    def _victims(self, live: list[str], count: int) -> list[str]:
+        try:
+            states = {e.id: e for e in self.control.executors() if e.id in set(live)}
+        except Exception:
+            states = {}
+
+        def key(executor_id: str) -> tuple[int, float, int]:
+            # Idle first, then fewest running tasks; among equals the newest (Spark numbers
+            # executors in order), whose loss costs the least cached data.
+            newest = -int(executor_id) if executor_id.isdigit() else 0
+            state = states.get(executor_id)
+            if state is None:
+                return (0, math.inf, newest)
+            return (state.active_tasks, -state.add_time_ms, newest)
+
+        return sorted(live, key=key)[:count]
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(str(value).strip()) if value is not None else default
+    except ValueError:
+        return default

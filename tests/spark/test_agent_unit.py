@@ -1,0 +1,410 @@
+"""The agent without Spark: a fake application (``SparkControl``) and a scheduler the test
+steers. Runs in the ordinary suite (no ``spark`` mark): failure behaviour, bounds, the choice of
+executors to remove, busy time, the report body, and the agent's dependencies."""
+
+from __future__ import annotations
+
+import ast
+import logging
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.agent import AgentRefused, check_application
+from scheduler.agent.agent import Agent
+from scheduler.agent.client import ReportClient
+from scheduler.agent.estimator import Batch, latency_ms
+from scheduler.agent.progress import ProgressBook, row_backlog, source_name
+from scheduler.agent.spark_control import ExecutorState
+from scheduler.api.schemas import ReportIn
+from scheduler.core.latency import estimate_latency_ms
+from scheduler.core.report import BatchReport
+from scheduler.core.slo import LatencyStat
+from scheduler.spark.fake_scheduler import FakeScheduler
+
+AGENT_DIR = Path(__file__).resolve().parents[2] / "scheduler" / "agent"
+
+
+@dataclass
+class FakeSpark:
+    """A Spark application: executors with task time and running tasks; records resizes."""
+
+    pool: dict[str, ExecutorState] = field(default_factory=dict)
+    requested: list[int] = field(default_factory=list)
+    killed: list[list[str]] = field(default_factory=list)
+    confs: dict[str, str] = field(default_factory=lambda: {"spark.executor.cores": "1"})
+    widest: int | None = 4
+    broken: bool = False
+
+    def add(self, executor_id: str, task_ms: float = 0, tasks: int = 0, added: float = 0) -> None:
+        self.pool[executor_id] = ExecutorState(executor_id, True, 1, task_ms, tasks, added)
+
+    def executors(self) -> list[ExecutorState]:
+        if self.broken:
+            raise RuntimeError("py4j: connection reset")
+        return list(self.pool.values())
+
+    def live_executor_ids(self) -> list[str]:
+        if self.broken:
+            raise RuntimeError("py4j: connection reset")
+        return [e.id for e in self.pool.values() if e.active]
+
+    def request_total(self, count: int) -> bool:
+        self.requested.append(count)
+        while len(self.live_executor_ids()) < count:
+            self.add(f"n{len(self.pool)}", added=time.time())
+        return True
+
+    def kill(self, executor_ids: list[str]) -> bool:
+        self.killed.append(list(executor_ids))
+        for executor_id in executor_ids:
+            state = self.pool[executor_id]
+            self.pool[executor_id] = ExecutorState(
+                state.id, False, state.cores, state.task_time_ms, 0, state.add_time_ms
+            )
+        return True
+
+    def widest_stage(self) -> int | None:
+        return self.widest
+
+    def conf(self, key: str, default: str | None = None) -> str | None:
+        return self.confs.get(key, default)
+
+
+def make_agent(spark: FakeSpark, url: str, **kwargs: object) -> tuple[Agent, ProgressBook]:
+    book = ProgressBook()
+    agent = Agent(
+        spark,
+        ReportClient(url, "job-1", "hga_token", timeout_s=2),
+        book,
+        **{"sub_window_s": 10.0, **kwargs},  # type: ignore[arg-type]
+    )
+    return agent, book
+
+
+def progress(batch: int, start: datetime, rows: int, end_offset: int, latest: int) -> dict:
+    """A ``StreamingQueryProgress`` as Spark 4 serializes it (fields the agent reads and more)."""
+    return {
+        "id": "5a0e7cc8-6dc5-45ec-898f-e5e3c42bf8d0",
+        "runId": "ab78d781-ba39-4752-af54-093993de45a9",
+        "name": "pageload",
+        "timestamp": start.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "batchId": batch,
+        "batchDuration": 1500,
+        "numInputRows": rows,
+        "inputRowsPerSecond": rows / 2.0,
+        "processedRowsPerSecond": rows / 1.5,
+        "durationMs": {"addBatch": 1200, "commitOffsets": 40, "getBatch": 0, "latestOffset": 3,
+                       "queryPlanning": 95, "triggerExecution": 1500, "walCommit": 60},
+        "eventTime": {"watermark": "2026-11-22T12:00:00.000Z"},
+        "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 12,
+                            "numRowsUpdated": 4, "memoryUsedBytes": 9000}],
+        "sources": [{
+            "description": "org.apache.spark.sql.execution.datasources.v2.python."
+                           "PythonMicroBatchStreamWithAdmissionControl@7f914d0f",
+            "startOffset": f'{{"rows":{end_offset - rows}}}',
+            "endOffset": f'{{"rows":{end_offset}}}',
+            "latestOffset": f'{{"rows":{latest}}}',
+            "numInputRows": rows,
+            "inputRowsPerSecond": rows / 2.0,
+            "processedRowsPerSecond": rows / 1.5,
+            "metrics": {},
+        }],
+        "sink": {"description": "org.apache.spark.sql.execution.datasources.noop.NoopTable$@1",
+                 "numOutputRows": -1, "metrics": {}},
+    }  # fmt: skip
+
+
+# ---- dependencies ---------------------------------------------------------------------------
+
+
+def test_the_agent_imports_only_pyspark_and_the_standard_library() -> None:
+    for path in sorted(AGENT_DIR.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                allowed = (
+                    top in sys.stdlib_module_names
+                    or top == "pyspark"
+                    or name == "scheduler.agent"
+                    or name.startswith("scheduler.agent.")
+                )
+                assert allowed, f"{path.name} imports {name}"
+
+
+def test_importing_the_agent_loads_no_third_party_module() -> None:
+    code = (
+        "import sys, scheduler.agent, scheduler.agent.agent, scheduler.agent.listener;"
+        "import scheduler.agent.spark_control;"
+        "bad = sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)"
+        " - {'scheduler', 'pyspark', 'py4j', '__main__', '_distutils_hack'});"
+        "print(','.join(bad))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == ""
+
+
+# ---- refusal ----------------------------------------------------------------------------------
+
+
+def test_refuses_dynamic_allocation_with_a_message_saying_so() -> None:
+    with pytest.raises(AgentRefused) as refused:
+        check_application({"spark.dynamicAllocation.enabled": "true"})
+    message = str(refused.value)
+    assert "spark.dynamicAllocation.enabled=true" in message
+    assert "--conf spark.dynamicAllocation.enabled=false" in message
+    check_application({"spark.dynamicAllocation.enabled": "false"})
+    check_application({})
+
+
+def test_bounds_must_be_consistent() -> None:
+    with pytest.raises(ValueError, match="min_executors"):
+        make_agent(FakeSpark(), "http://127.0.0.1:9", min_executors=3, max_executors=2)
+
+
+# ---- reports ----------------------------------------------------------------------------------
+
+
+def test_a_report_carries_batches_latency_sources_busy_time_and_parallelism() -> None:
+    fake = FakeScheduler(target=2).start()
+    try:
+        spark = FakeSpark()
+        spark.add("0", task_ms=1000)
+        spark.add("1", task_ms=500)
+        agent, book = make_agent(spark, fake.url)
+        agent._baseline()
+        t0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+        book.record(progress(7, t0, 200, end_offset=1000, latest=1300))
+        book.record(progress(7, t0, 200, end_offset=1000, latest=1300))  # repeated event
+        book.record(progress(8, t0 + timedelta(seconds=2), 300, end_offset=1300, latest=1450))
+        spark.add("0", task_ms=4000)  # 3000 ms more on executor 0
+        spark.add("1", task_ms=2500)  # 2000 ms more on executor 1
+        agent.tick(now=(t0 + timedelta(seconds=10)).timestamp())
+    finally:
+        fake.stop()
+    (body,) = fake.reports
+    report = ReportIn.model_validate(body)
+    assert report.executors == 2
+    assert report.busy_core_ms == 5000
+    assert report.max_parallelism == 4
+    assert [b.rows for b in report.batches or []] == [200, 300]
+    assert [b.backlog_at_start for b in report.batches or []] == [300, 150]
+    (source,) = report.sources
+    assert source.name == "pageload/0:PythonMicroBatchStreamWithAdmissionControl"
+    assert (source.processed_rows, source.backlog_rows, source.arrived_rows) == (500, 150, None)
+    assert report.latency_ms is not None and report.latency_ms.mean > 1500
+    assert body["state"] == {"rows": 12.0, "memory_bytes": 9000.0}
+    assert agent.applied == 2
+
+
+def test_rate_source_arrivals_are_its_rate_times_the_window() -> None:
+    book = ProgressBook()
+    event = progress(0, datetime(2026, 11, 22, 12, 0, tzinfo=UTC), 100, 0, 0)
+    event["sources"][0].update(
+        description="RateStreamV2[rowsPerSecond=50, rampUpTimeSeconds=0, numPartitions=default",
+        startOffset="0", endOffset="2", latestOffset="2",
+    )  # fmt: skip
+    book.record(event)
+    agent, _ = make_agent(FakeSpark(), "http://127.0.0.1:9")
+    agent.book = book
+    report = agent.build_report(0.0, 10.0)
+    (source,) = report["sources"]
+    assert source["arrived_rows"] == 500.0
+    assert "backlog_rows" not in source
+    # A later window with no finished batch still counts the arrivals.
+    (later,) = agent.build_report(10.0, 20.0)["sources"]
+    assert (later["arrived_rows"], later["processed_rows"]) == (500.0, 0.0)
+
+
+def test_backlog_from_row_offsets_only() -> None:
+    kafka = "KafkaV2[Subscribe[events]]"
+    assert row_backlog(kafka, '{"events":{"0":100,"1":50}}', '{"events":{"0":160,"1":90}}') == 100
+    assert row_backlog("RateStreamV2[rowsPerSecond=5", "3", "4") is None
+    assert row_backlog("MySource", '{"rows": 10}', '{"rows": 25}') == 15
+    assert row_backlog("MySource", '{"ts": 10}', '{"ts": 25}') is None
+    assert row_backlog("MySource", None, '{"rows": 25}') is None
+    assert source_name("q", 0, "org.apache.spark.Foo@1a2b3c4d") == "q/0:Foo"
+
+
+# ---- the scheduler goes away ------------------------------------------------------------------
+
+
+def test_scheduler_down_keeps_the_executors_and_retries_with_backoff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("scheduler.agent.agent.random.uniform", lambda a, b: 1.0)
+    spark = FakeSpark()
+    for i in range(3):
+        spark.add(str(i))
+    fake = FakeScheduler(target=1).start()
+    port = fake.port
+    fake.stop()  # nothing listens on the port: connection refused
+    now = 1_000.0
+    agent, _ = make_agent(
+        spark, f"http://127.0.0.1:{port}", sub_window_s=10.0, clock=lambda: now - 10
+    )
+    agent.tick(now)
+    assert agent.stats.reports_failed == 1
+    assert agent._next_attempt == now + 10
+    agent.tick(now + 5)  # not yet time to retry: queued only
+    assert agent.stats.reports_failed == 1
+    agent.tick(now + 10)
+    assert agent.stats.reports_failed == 2
+    assert agent._next_attempt == now + 10 + 20  # doubled
+    assert spark.requested == [] and spark.killed == []  # executors untouched
+    assert len(agent._pending) == 3
+
+    back = FakeScheduler(target=2, port=port).start()
+    try:
+        agent.flush(now + 60)
+    finally:
+        back.stop()
+    assert agent.stats.reports_sent == 3
+    assert [r["window_end"] for r in back.reports] == sorted(r["window_end"] for r in back.reports)
+    assert agent.applied == 2 and spark.killed == [["2"]]
+
+
+def test_an_unreachable_scheduler_never_raises_into_the_job(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    spark = FakeSpark(broken=True)  # even Spark's status calls fail
+    agent, book = make_agent(spark, "http://127.0.0.1:9", sub_window_s=0.05)
+    book.record({"not": "a progress"})
+    with caplog.at_level(logging.WARNING, logger="henge.agent"):
+        agent.start()
+        time.sleep(0.5)
+        assert agent.running
+        agent.stop()
+    assert not agent.running
+    assert agent.stats.reports_failed >= 1 or "failed" in caplog.text
+
+
+def test_refused_reports_are_dropped_and_auth_errors_retried() -> None:
+    fake = FakeScheduler(target=1).start()
+    try:
+        agent, _ = make_agent(FakeSpark(), fake.url, clock=lambda: 90.0)
+        fake.status = 422
+        agent.tick(100.0)
+        assert (agent.stats.reports_dropped, agent.stats.reports_failed) == (1, 0)
+        fake.status = 401
+        agent.tick(110.0)
+        assert agent.stats.reports_failed == 1 and len(agent._pending) == 1
+        fake.status = 200
+        agent.flush(200.0)
+        assert agent.stats.reports_sent == 1 and agent.applied == 1
+    finally:
+        fake.stop()
+
+
+# ---- targets ----------------------------------------------------------------------------------
+
+
+def test_targets_outside_the_bounds_are_ignored_with_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    spark = FakeSpark()
+    spark.add("0")
+    spark.add("1")
+    agent, _ = make_agent(spark, "http://127.0.0.1:9", min_executors=1, max_executors=3)
+    with caplog.at_level(logging.WARNING, logger="henge.agent"):
+        assert not agent.apply_target(9)
+        assert not agent.apply_target(9)
+        assert not agent.apply_target(0)
+    assert spark.requested == [] and spark.killed == []
+    assert agent.stats.targets_ignored == 3
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "henge agent: ignoring target 9: outside the job's bounds [1, 3]; keeping the current "
+        "executors",
+        "henge agent: ignoring target 0: outside the job's bounds [1, 3]; keeping the current "
+        "executors",
+    ]
+    assert agent.apply_target(3) and spark.requested == [3]
+
+
+def test_shrinking_removes_idle_executors_first_newest_first() -> None:
+    spark = FakeSpark()
+    spark.add("1", tasks=2, added=1)
+    spark.add("2", tasks=0, added=2)
+    spark.add("3", tasks=1, added=3)
+    spark.add("4", tasks=0, added=4)
+    agent, _ = make_agent(spark, "http://127.0.0.1:9")
+    assert agent.apply_target(1)
+    assert spark.killed == [["4", "2", "3"]]
+    assert spark.requested == [1]
+
+
+def test_the_same_target_again_removes_a_surplus_spark_still_has() -> None:
+    spark = FakeSpark()
+    spark.add("1")
+    agent, _ = make_agent(spark, "http://127.0.0.1:9")
+    agent.apply_target(1)
+    for i in range(2, 5):  # a standalone master launched more before the limit took hold
+        spark.add(str(i), added=i)
+    assert agent.apply_target(1)
+    assert spark.killed == [["4", "3", "2"]]
+    assert not agent.apply_target(1)  # nothing left to do
+    assert spark.requested == [1, 1]
+
+
+# ---- the estimator is the scheduler's ---------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.05, 20), st.floats(0.01, 30), st.integers(1, 5000), st.integers(0, 3000)
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_latency_matches_the_scheduler_estimator(
+    spec: list[tuple[float, float, int, int]],
+) -> None:
+    t = 1_800_000_000.0
+    batches, reports = [], []
+    for gap, duration, rows, backlog in spec:
+        t += gap
+        batches.append(Batch(t, t + duration, rows, None, backlog or None))
+        start = datetime.fromtimestamp(t, UTC)
+        reports.append(
+            BatchReport(start, start + timedelta(seconds=duration), rows, backlog or None)
+        )
+    ours = latency_ms(batches)
+    assert ours is not None
+    for stat, key in (
+        (LatencyStat.MEAN, "mean"),
+        (LatencyStat.P95, "p95"),
+        (LatencyStat.P99, "p99"),
+    ):
+        theirs = estimate_latency_ms(reports, stat)
+        assert theirs is not None
+        assert ours[key] == pytest.approx(theirs, rel=1e-6, abs=1e-2)
+
+
+def test_report_only_agents_record_the_target_and_leave_spark_alone() -> None:
+    spark = FakeSpark()
+    spark.add("1")
+    spark.add("2")
+    agent, _ = make_agent(spark, "http://127.0.0.1:9", resize=False)
+    assert not agent.apply_target(5)
+    assert agent.applied == 5
+    assert spark.requested == [] and spark.killed == []

@@ -1,0 +1,218 @@
+"""End to end on real Spark: real Postgres, a real ``henge serve``, two example jobs with the agent.
+
+Two jobs share a 6-core standalone worker. ``pageload`` (generator input, 15 ms of waiting per
+row in 4 partitions, 8 s mean latency objective) starts light, then its input goes to 100
+rows/s, which one executor cannot keep up with. The scheduler (henge-paper, rounds every 2 s,
+cluster view from the standalone master) raises its executors; the agent applies the target
+and Spark's executor count follows; the SLO is met; the job's history and the rounds say so.
+Lowering the job's maximum then lowers its target, and the agent removes executors.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from scheduler.spark.local_cluster import LocalCluster
+from tests.serving import run_server
+from tests.spark.conftest import App, start_app, wait_for
+
+pytestmark = pytest.mark.spark
+
+SUB_WINDOW_S = 3
+LATENCY_SLO_MS = 8000
+PAGELOAD = {
+    "name": "pageload",
+    "priority": 10,
+    "slo": {"latency_ms": LATENCY_SLO_MS, "latency_stat": "mean"},
+    "executors": {"initial": 1, "min": 1, "max": 4, "cores": 1, "memory_mb": 512},
+    "actuator": "agent",
+}
+WORDCOUNT = {
+    "name": "wordcount",
+    "priority": 5,
+    "slo": {"latency_ms": 30000, "latency_stat": "mean"},
+    "executors": {"initial": 1, "min": 1, "max": 2, "cores": 1, "memory_mb": 512},
+    "actuator": "agent",
+}
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _agent_args(server_url: str, job: dict[str, Any], spec: dict[str, Any]) -> list[str]:
+    bounds = spec["executors"]
+    return [
+        "--henge-url", server_url,
+        "--job-id", job["id"],
+        "--token", job["agent_token"],
+        "--sub-window-s", str(SUB_WINDOW_S),
+        "--min-executors", str(bounds["min"]),
+        "--max-executors", str(bounds["max"]),
+        "--initial-executors", str(bounds["initial"]),
+    ]  # fmt: skip
+
+
+def test_the_scheduler_resizes_a_congested_job_through_the_agent(
+    spark_cluster: LocalCluster, fresh_pg_url: str, tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    env = {
+        "HENGE_ROUND_INTERVAL_S": "2",
+        "HENGE_SUB_WINDOW_S": str(SUB_WINDOW_S),
+        "HENGE_WINDOW_S": "15",
+        "HENGE_STALE_AFTER_S": "30",
+        "HENGE_RECOVERY_OBSERVE_S": "0",
+        "HENGE_POLICY": "henge-paper",
+        "HENGE_POLICY_PARAMS": json.dumps({"quiesce_s": 30}),
+        "HENGE_CLUSTER_VIEW": "spark-standalone",
+        "HENGE_SPARK_MASTER_UI_URL": spark_cluster.master_ui_url,
+    }
+    control = tmp_path / "pageload-rate.json"
+    control.write_text(json.dumps({"rate": 10}))
+    apps: list[App] = []
+    with (
+        run_server(fresh_pg_url, env=env) as server,
+        httpx.Client(base_url=server.url, timeout=10) as http,
+    ):
+        try:
+            admin = _bearer(server.admin_token)
+            tenant = http.post("/v1/tenants", json={"name": "web"}, headers=admin)
+            assert tenant.status_code == 201, tenant.text
+            as_tenant = _bearer(tenant.json()["token"])
+            jobs = {}
+            for spec in (WORDCOUNT, PAGELOAD):
+                created = http.post("/v1/jobs", json=spec, headers=as_tenant)
+                assert created.status_code == 201, created.text
+                jobs[spec["name"]] = created.json()
+            pageload_id = jobs["pageload"]["id"]
+
+            def job(job_id: str) -> dict[str, Any]:
+                return http.get(f"/v1/jobs/{job_id}", headers=as_tenant).json()
+
+            wait_for(
+                "both jobs admitted",
+                lambda: all(job(j["id"])["status"] == "admitted" for j in jobs.values()),
+                60,
+            )
+
+            pageload = start_app(
+                "pageload",
+                [
+                    "--master", spark_cluster.master_url,
+                    "--source", "generator",
+                    "--control-file", str(control),
+                    "--rate", "10",
+                    "--cost-us", "15000",
+                    "--cost-mode", "sleep",
+                    "--max-rows-per-batch", "600",
+                    "--partitions", "4",
+                    "--duration-s", "470",
+                    *_agent_args(server.url, jobs["pageload"], PAGELOAD),
+                ],
+                tmp_path,
+            )  # fmt: skip
+            apps.append(pageload)
+            wait_for(
+                "pageload running on its 1 executor",
+                lambda: (
+                    pageload.status().get("executors") == 1
+                    and (pageload.status().get("last_batch") or 0) >= 1
+                ),
+                150,
+                (pageload,),
+            )
+            wordcount = start_app(
+                "wordcount",
+                [
+                    "--master", spark_cluster.master_url,
+                    "--source", "rate",
+                    "--rate", "20",
+                    "--duration-s", "470",
+                    *_agent_args(server.url, jobs["wordcount"], WORDCOUNT),
+                ],
+                tmp_path,
+            )  # fmt: skip
+            apps.append(wordcount)
+            wait_for(
+                "wordcount running on its 1 executor",
+                lambda: (
+                    wordcount.status().get("executors") == 1
+                    and (wordcount.status().get("last_batch") or 0) >= 1
+                ),
+                150,
+                (pageload, wordcount),
+            )
+
+            # Congestion: more input than one executor can take.
+            control.write_text(json.dumps({"rate": 100}))
+            grown = wait_for(
+                "the scheduler to raise pageload's executors and Spark to follow",
+                lambda: (
+                    (s := pageload.status()).get("target", 0) > 1
+                    and s.get("executors") == s.get("target")
+                    and s
+                ),
+                200,
+                (pageload, wordcount),
+            )
+            assert job(pageload_id)["executors"]["target"] == grown["target"]
+            assert wordcount.status()["executors"] == 1
+
+            met = wait_for(
+                "pageload to meet its latency SLO",
+                lambda: (
+                    (j := job(pageload_id))["latency_ms"] is not None
+                    and j["latency_ms"] <= LATENCY_SLO_MS
+                    and j
+                ),
+                150,
+                (pageload, wordcount),
+            )
+            assert met["utility"] == pytest.approx(PAGELOAD["priority"])
+
+            history = http.get(
+                f"/v1/jobs/{pageload_id}/history", params={"limit": 1000}, headers=as_tenant
+            ).json()["points"]
+            assert any(p["executors"] == 1 and (p["latency_ms"] or 0) > LATENCY_SLO_MS
+                       for p in history), history  # fmt: skip
+            assert any(p["executors"] > 1 and p["latency_ms"] is not None
+                       and p["latency_ms"] <= LATENCY_SLO_MS for p in history)  # fmt: skip
+            rounds = http.get("/v1/rounds", params={"limit": 500}, headers=admin).json()
+            grows = [
+                a
+                for r in rounds
+                for a in r["actions"]
+                if a["job_id"] == pageload_id and a["to_executors"] > a["from_executors"] >= 1
+            ]
+            assert grows, rounds[:5]
+
+            # A lower target: the tenant lowers the job's maximum; the agent removes executors.
+            patched = http.patch(
+                f"/v1/jobs/{pageload_id}",
+                json={"executors": {**PAGELOAD["executors"], "max": 1}},
+                headers=as_tenant,
+            )
+            assert patched.status_code == 200, patched.text
+            assert patched.json()["executors"]["target"] == 1
+            wait_for(
+                "the agent to remove pageload's extra executors",
+                lambda: (s := pageload.status()).get("executors") == 1 and s.get("target") == 1,
+                90,
+                (pageload, wordcount),
+            )
+            status = pageload.status()
+            assert status["agent"]["reports_sent"] > 10
+            assert status["agent"]["reports_dropped"] == 0
+            elapsed = time.monotonic() - started
+            print(f"end-to-end: {elapsed:.0f} s; pageload resizes {status['resizes']}; "
+                  f"agent {status['agent']}")  # fmt: skip
+        finally:
+            for app in apps:
+                app.stop()
