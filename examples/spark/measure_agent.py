@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -221,6 +222,7 @@ def main() -> int:
         if args.cpu_seconds > 0:
             results["cpu"] = measure_cpu(args, cluster, fake, workdir, agent_args)
     fake.stop()
+    shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

@@ -381,7 +381,9 @@ def test_latency_matches_the_scheduler_estimator(
 ) -> None:
     t = 1_800_000_000.0
     batches, reports = [], []
-    for gap, duration, rows, backlog in spec:
+    for raw_gap, raw_duration, rows, backlog in spec:
+        # Spark's times are whole milliseconds (and the server's datetimes whole microseconds).
+        gap, duration = round(raw_gap, 3), round(raw_duration, 3)
         t += gap
         batches.append(Batch(t, t + duration, rows, None, backlog or None))
         start = datetime.fromtimestamp(t, UTC)
