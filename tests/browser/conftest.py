@@ -19,22 +19,13 @@ from typing import Any
 import httpx
 import pytest
 
+from scheduler.web.bench import CHROMIUM, CHROMIUM_ARGS
 from scheduler.web.seed import Seeded, seed_registry
 from tests.conftest import create_database, drop_database
 from tests.serving import ServerHandle, run_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PLAYWRIGHT_PIN = "playwright==1.65.2"
 SEED_ROUNDS = 300
 SEED_JOBS = 6
