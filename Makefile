@@ -23,6 +23,7 @@ postgres:  ## make sure the Postgres server for the tests answers
 lint: setup
 	$(BIN)/ruff check scheduler tests migrations
 	$(BIN)/ruff format --check scheduler tests migrations
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy scheduler/core

@@ -16,8 +16,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from scheduler.bench.ingest import ingest as bench_ingest
+from scheduler.bench.server import DEFAULT_PG_SERVER
 from scheduler.client import ClientError, HengeClient, resolve_config
-from scheduler.web.bench import dashboard_command
 
 app = typer.Typer(
     name="henge",
@@ -394,7 +394,6 @@ def rounds(
 # ---- benchmarks ------------------------------------------------------------------------------
 
 bench_app.command("ingest")(bench_ingest)
-bench_app.command("dashboard")(dashboard_command)
 
 
 def _fail(message: str) -> NoReturn:
@@ -418,6 +417,22 @@ def demo(
 
     configure_logging("warning", "console")
     run_demo(keep_serving=serve_after, console=out, scenario_name=scenario)
+
+
+@bench_app.command("dashboard")
+def bench_dashboard(
+    rounds: Annotated[int, typer.Option(help="Rounds in the registry.")] = 10_000,
+    jobs: Annotated[int, typer.Option(help="Jobs in the registry.")] = 100,
+    runs: Annotated[int, typer.Option(help="Openings of each page (after a warm-up).")] = 5,
+    pg_server: Annotated[
+        str, typer.Option(help="Postgres server to create the throw-away database on.")
+    ] = DEFAULT_PG_SERVER,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures here.")] = None,
+) -> None:
+    """Page load times of the dashboard on a big registry (headless Chromium)."""
+    from scheduler.bench.dashboard import run_dashboard_bench
+
+    run_dashboard_bench(rounds=rounds, jobs=jobs, runs=runs, pg_server=pg_server, out=json_out)
 
 
 @bench_app.command("overhead")
@@ -457,7 +472,7 @@ def _policy_params(raw: str | None) -> dict[str, Any]:
 
 
 def _load_scenario(name: str) -> Any:
-    from scheduler.sim.scenario import ScenarioError, load_scenario
+    from scheduler.sim.scenario_file import ScenarioError, load_scenario
 
     try:
         return load_scenario(name)
@@ -529,9 +544,12 @@ def _print_summary(summary: dict[str, Any], wall_s: float) -> None:
 def bench(
     ctx: typer.Context,
     scenarios: Annotated[
-        str | None, typer.Option(help="Comma-separated scenarios [all built-ins].")
+        str | None,
+        typer.Option(help="Comma-separated scenarios.", show_default="every built-in scenario"),
     ] = None,
-    policies: Annotated[str | None, typer.Option(help="Comma-separated policies [all].")] = None,
+    policies: Annotated[
+        str | None, typer.Option(help="Comma-separated policies.", show_default="every policy")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Random seed for every run.")] = 1,
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for the table, JSON and plots.")
@@ -540,8 +558,8 @@ def bench(
     """Run scenarios × policies in the simulator (when no subcommand is given)."""
     if ctx.invoked_subcommand is not None:
         return
+    from scheduler.bench.policies import run_bench
     from scheduler.logs import configure_logging
-    from scheduler.sim.bench import run_bench
 
     configure_logging("warning", "console")
     names = scenarios.split(",") if scenarios else None

@@ -32,7 +32,8 @@ from scheduler.registry import migrate
 from scheduler.service import build_service
 from scheduler.sim.run import run_settings, write_outputs
 from scheduler.sim.runner import Simulation, VirtualClock, WorldCluster
-from scheduler.sim.scenario import Scenario, load_scenario
+from scheduler.sim.scenario import Scenario
+from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.types import RoundSample, SimJobSpec, SimResult
 from scheduler.sim.world import build_world
 

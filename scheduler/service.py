@@ -12,20 +12,22 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from fastapi import FastAPI
 from sqlalchemy import Engine, make_url
 
-from scheduler.api.app import create_app, utc_now
+from scheduler.api.app import create_app
+from scheduler.clock import utc_now
 from scheduler.cluster.port import ClusterSource
 from scheduler.cluster.static import StaticCluster
 from scheduler.config import Settings
 from scheduler.core.decide import CoreSettings
 from scheduler.leader import Leadership
-from scheduler.loop import LoopSettings, SchedulerLoop
-from scheduler.metrics import ServiceMetrics
+from scheduler.prometheus import ServiceMetrics
 from scheduler.realize.port import Realizer
 from scheduler.realize.registry import make_realizer
 from scheduler.registry import repository as repo
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.migrate import current_revision, head_revision
-from scheduler.registry.round_store import SqlRoundStore
+from scheduler.registry.sql_round_store import SqlRoundStore
+from scheduler.round.loop import LoopSettings, SchedulerLoop
+from scheduler.web import mount_dashboard
 
 log = structlog.get_logger("henge.service")
 
@@ -144,6 +146,7 @@ def build_service(
     metrics = ServiceMetrics()
     cluster = cluster or make_cluster_source(settings)
     app = create_app(settings, engine, cluster, clock=clock, metrics=metrics)
+    mount_dashboard(app)
     loop = SchedulerLoop(
         SqlRoundStore(make_session_factory(engine)),
         cluster,

@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scheduler.spark.fake_scheduler import FakeScheduler  # noqa: E402
+from scheduler.testing.fake_api import FakeScheduler  # noqa: E402
 from scheduler.spark.local_cluster import LocalCluster  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")

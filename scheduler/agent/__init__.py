@@ -20,8 +20,8 @@ import time
 from typing import Any
 
 from scheduler.agent.agent import Agent, AgentStats
-from scheduler.agent.client import ReportClient
 from scheduler.agent.progress import ProgressBook
+from scheduler.agent.transport import ReportClient
 
 __all__ = ["Agent", "AgentRefused", "AgentStats", "attach"]
 

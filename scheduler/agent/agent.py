@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from scheduler.agent.client import Answer, ReportClient, ReportError
 from scheduler.agent.estimator import latency_ms
 from scheduler.agent.progress import Drained, ProgressBook
 from scheduler.agent.spark_control import SparkControl
+from scheduler.agent.transport import Answer, ReportClient, ReportError
 
 log = logging.getLogger("henge.agent")
 

@@ -1,10 +1,9 @@
-"""The FastAPI application: routes, error handling, body limits and request logging."""
+"""The FastAPI application of the HTTP API: routes, error handling, body limits and request
+logging. The service mounts the dashboard (:mod:`scheduler.web`) on top of it."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -17,19 +16,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scheduler.api.round_cache import RoundCache
 from scheduler.api.routes import health, jobs, reports, rounds, tenants
+from scheduler.clock import Clock, utc_now
 from scheduler.cluster.port import ClusterSource
 from scheduler.config import Settings
-from scheduler.metrics import ServiceMetrics
+from scheduler.prometheus import ServiceMetrics
 from scheduler.registry.engine import make_session_factory
-from scheduler.web import mount_dashboard
 
 log = structlog.get_logger("henge.api")
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def create_app(
@@ -54,7 +47,6 @@ def create_app(
     app.state.round_cache = RoundCache()
     for module in (health, tenants, jobs, reports, rounds):
         app.include_router(module.router)
-    mount_dashboard(app)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(RequestLog)
     app.add_middleware(BodyLimit, max_bytes=settings.max_report_bytes)

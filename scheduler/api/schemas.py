@@ -244,6 +244,17 @@ class ActionOut(BaseModel):
     reason: str
 
 
+class JobActionOut(BaseModel):
+    """One action on a job, for its page (``/v1/rounds`` is the admin's)."""
+
+    round: int
+    at: datetime
+    kind: str
+    from_executors: int
+    to_executors: int
+    reason: str
+
+
 class RoundOut(BaseModel):
     number: int
     started_at: datetime

@@ -33,8 +33,9 @@ class ClusterState(StrEnum):
 
 
 @dataclass(frozen=True)
-class JobMetrics:
-    """A job's performance over the sliding window, as computed from its reports.
+class WindowValues:
+    """What one stretch of reports says of a job: one sub-window (stored with the report at
+    ingestion) or the sliding window a round decides from (:class:`JobMetrics`).
 
     ``None`` means the reports did not carry what the value needs.
     """
@@ -47,7 +48,13 @@ class JobMetrics:
     input_rate: float | None = None
     """Rows per second arriving at the sources."""
     processed_rate: float | None = None
-    """Rows per second of batches that finished in the window."""
+    """Rows per second of batches that finished in the stretch."""
+
+
+@dataclass(frozen=True)
+class JobMetrics(WindowValues):
+    """A job's performance over the sliding window, as computed from its reports."""
+
     backlog_rows: float | None = None
     max_parallelism: int | None = None
     busy_core_s: float | None = None

@@ -6,8 +6,10 @@ Optional values are ``None`` (or an empty tuple) when the agent did not send the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from scheduler.core.juice import Edge
 
@@ -96,3 +98,53 @@ class Report:
         if self.sources:
             return sum(s.processed_rows for s in self.sources)
         return sum(b.rows for b in self.batches)
+
+
+def _moment(value: str | datetime) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+
+
+def report_from_document(doc: Mapping[str, Any]) -> Report:
+    """The one decoding of a report body (DESIGN §5.1) as the API accepts it and the registry
+    stores it; the ingestion and every round read stored reports through it."""
+    latency = doc.get("latency_ms") or None
+    return Report(
+        window_start=_moment(doc["window_start"]),
+        window_end=_moment(doc["window_end"]),
+        executors=int(doc["executors"]),
+        cores_per_executor=int(doc.get("cores_per_executor") or 1),
+        busy_core_ms=float(doc["busy_core_ms"]),
+        max_parallelism=doc.get("max_parallelism"),
+        sources=tuple(
+            SourceReport(
+                name=s["name"],
+                arrived_rows=s.get("arrived_rows"),
+                processed_rows=float(s["processed_rows"]),
+                backlog_rows=s.get("backlog_rows"),
+            )
+            for s in doc.get("sources") or ()
+        ),
+        batches=tuple(
+            BatchReport(
+                start=_moment(b["start"]),
+                end=_moment(b["end"]),
+                rows=float(b["rows"]),
+                backlog_at_start=b.get("backlog_at_start"),
+            )
+            for b in doc.get("batches") or ()
+        ),
+        latency_ms=(
+            LatencyReport(mean=latency["mean"], p95=latency.get("p95"), p99=latency.get("p99"))
+            if latency and latency.get("mean") is not None
+            else None
+        ),
+        edges=tuple(
+            Edge(
+                parent=e["parent"],
+                child=e["child"],
+                sent=float(e["sent"]),
+                executed=float(e["executed"]),
+            )
+            for e in doc.get("edges") or ()
+        ),
+    )

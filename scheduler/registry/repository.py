@@ -18,10 +18,10 @@ from scheduler.registry.tables import (
     Job,
     MetricWindow,
     Round,
-    SchedulerState,
+    StoredSchedulerState,
     Tenant,
 )
-from scheduler.roundstore import ActionRecord, AllocationRecord, RoundRecord
+from scheduler.round.store import ActionRecord, AllocationRecord, RoundRecord
 
 
 class RegistryError(Exception):
@@ -240,12 +240,29 @@ def list_rounds(
     return [(r, by_round[r.id]) for r in rounds]
 
 
+def job_actions(
+    session: Session, job_id: str, since: datetime | None, until: datetime | None, limit: int
+) -> list[tuple[int, datetime, Action]]:
+    """The actions on one job with their round's number and start, newest round first."""
+    query = (
+        select(Round.number, Round.started_at, Action)
+        .join(Action, Action.round_id == Round.id)
+        .where(Action.job_id == job_id)
+    )
+    if since is not None:
+        query = query.where(Round.started_at >= since)
+    if until is not None:
+        query = query.where(Round.started_at <= until)
+    rows = session.execute(query.order_by(Round.number.desc(), Action.id).limit(limit)).all()
+    return [(number, started_at, action) for number, started_at, action in rows]
+
+
 def latest_round(session: Session) -> Round | None:
     return session.scalar(select(Round).order_by(Round.number.desc()).limit(1))
 
 
-def load_state(session: Session) -> SchedulerState | None:
-    return session.get(SchedulerState, 1)
+def load_state(session: Session) -> StoredSchedulerState | None:
+    return session.get(StoredSchedulerState, 1)
 
 
 def current_round_number(session: Session) -> int:
@@ -275,10 +292,10 @@ def record_round(
     session.flush()
     session.add_all(Action(round_id=row.id, **a.__dict__) for a in actions)
     session.add_all(Allocation(round_id=row.id, **a.__dict__) for a in allocations)
-    stored = session.get(SchedulerState, 1)
+    stored = session.get(StoredSchedulerState, 1)
     if stored is None:
         session.add(
-            SchedulerState(
+            StoredSchedulerState(
                 id=1, state=state, last_round=record.number, updated_at=record.finished_at
             )
         )

@@ -154,7 +154,7 @@ class Allocation(Base):
     utility: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
-class SchedulerState(Base):
+class StoredSchedulerState(Base):
     """The state machine's memory (history, blacklist, reduction marks): one row."""
 
     __tablename__ = "scheduler_state"

@@ -25,9 +25,16 @@ import random
 from typing import Any
 
 from scheduler.core.slo import LatencyStat, slo_from_mapping, utility
+from scheduler.sim.agent_reports import (
+    SOURCE,
+    Clock,
+    SimulatedBatch,
+    batch_documents,
+    busy_in,
+    latency_summary,
+)
 from scheduler.sim.cluster import NEVER, Pool
 from scheduler.sim.inputs import RateSchedule
-from scheduler.sim.reports import SOURCE, Batch, Clock, batch_documents, busy_in, latency_summary
 from scheduler.sim.scenario import JobScenario
 from scheduler.sim.scenario_jobs import row_weights
 
@@ -42,7 +49,7 @@ def _triangular_mean(scale: float) -> float:
 _STAT_SHARE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
 
 
-class JobModel:
+class JobConstants:
     """What does not change while the job runs: its plan, trigger, overhead and state."""
 
     def __init__(self, job: JobScenario) -> None:
@@ -108,7 +115,7 @@ class JobRun:
 
     def __init__(
         self,
-        model: JobModel,
+        model: JobConstants,
         schedule: RateSchedule,
         pool: Pool,
         rng: random.Random,
@@ -125,7 +132,7 @@ class JobRun:
         self.offset_time = started_s
         """When the newest row read so far arrived."""
         self.next_start = started_s
-        self.current: Batch | None = None
+        self.current: SimulatedBatch | None = None
         self.cores_at_last_batch: int | None = None
         self.last_capacity = 0.0
         self._segment = schedule.segment(started_s)
@@ -138,7 +145,7 @@ class JobRun:
 
     def run_window(self, w0: float, w1: float, version: int) -> dict[str, Any]:
         """Run the query through ``[w0, w1)`` and return the window's report document."""
-        done: list[Batch] = []
+        done: list[SimulatedBatch] = []
         trigger = self.model.trigger_s
         current, next_start = self.current, self.next_start
         if current is not None:
@@ -159,8 +166,8 @@ class JobRun:
         return self._report(w0, w1, done, version)
 
     def _follow_executors(
-        self, batch: Batch, t: float, w0: float, w1: float, version: int
-    ) -> Batch:
+        self, batch: SimulatedBatch, t: float, w0: float, w1: float, version: int
+    ) -> SimulatedBatch:
         """Re-plan the batch's compute span whenever its running executors change between ``t``
         and the window's end (joining executors take pending tasks; leaving ones' tasks are
         redone by the others)."""
@@ -171,7 +178,9 @@ class JobRun:
             t = until
         return batch
 
-    def _replan(self, b: Batch, t: float, w0: float, count: int, speed: float) -> Batch:
+    def _replan(
+        self, b: SimulatedBatch, t: float, w0: float, count: int, speed: float
+    ) -> SimulatedBatch:
         model = self.model
         work_rows = b.work_rows
         start = b.compute_start
@@ -204,7 +213,9 @@ class JobRun:
             self._segment = start, end, rate, cumulative = self.schedule.segment(t)
         return cumulative + rate * (t - start)
 
-    def _start_batch(self, s: float, w1: float, version: int) -> tuple[Batch | None, float]:
+    def _start_batch(
+        self, s: float, w1: float, version: int
+    ) -> tuple[SimulatedBatch | None, float]:
         """The batch the trigger at ``s`` starts (``None`` if none can), and the next trigger
         time to try when there is no batch."""
         model = self.model
@@ -229,7 +240,7 @@ class JobRun:
         work_rows = rows * math.exp(model.noise_mu + model.noise_scale * (random() + random() - 1))
         compute = work_rows / speed * model.seconds_per_row(count * model.cores_per_executor)
         begin = s + reload
-        batch = Batch(
+        batch = SimulatedBatch(
             s,
             begin + compute + model.overhead_s,
             rows,
@@ -250,7 +261,9 @@ class JobRun:
             batch = self._follow_executors(batch, until, s, w1, version)
         return batch, s
 
-    def _report(self, w0: float, w1: float, done: list[Batch], version: int) -> dict[str, Any]:
+    def _report(
+        self, w0: float, w1: float, done: list[SimulatedBatch], version: int
+    ) -> dict[str, Any]:
         model = self.model
         running = self._executors(w1, version)[0]
         busy = self._busy_carry + busy_in(

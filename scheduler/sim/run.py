@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.sim.runner import Progress, RunSettings, simulate
-from scheduler.sim.scenario import Scenario, load_scenario
+from scheduler.sim.scenario import Scenario
+from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.summary import summarize
 from scheduler.sim.types import SimResult
 from scheduler.sim.world import build_world
@@ -70,6 +71,6 @@ def load(name_or_path: str) -> Scenario:
 
 
 def scenario_names(requested: Sequence[str] | None) -> list[str]:
-    from scheduler.sim.scenario import builtin_scenarios
+    from scheduler.sim.scenario_file import builtin_scenarios
 
     return list(requested) if requested else builtin_scenarios()

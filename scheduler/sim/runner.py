@@ -1,6 +1,6 @@
 """Running a scenario: the production loop on a simulated world with a virtual clock.
 
-Nothing of the scheduler is copied here. The round is :class:`scheduler.loop.SchedulerLoop`
+Nothing of the scheduler is copied here. The round is :class:`scheduler.round.loop.SchedulerLoop`
 with three simulated ports: an in-memory round store, the world as cluster view, and the world's
 agents as realizer. Jobs that arrive before the scheduler starts run at their initial size
 (the paper's warm-up of 900 s); later arrivals are registered ``queued`` and wait for admission.
@@ -17,11 +17,11 @@ from typing import Any, Protocol
 from scheduler.cluster.port import Holding
 from scheduler.core.decide import CoreSettings
 from scheduler.core.model import Change, ClusterView
-from scheduler.loop import LoopSettings, RoundOutcome, SchedulerLoop, action_kind
 from scheduler.realize.port import Realizer
-from scheduler.roundstore import JobRecord, RoundStore
+from scheduler.round.loop import LoopSettings, RoundOutcome, SchedulerLoop, action_kind
+from scheduler.round.store import JobRecord, RoundStore
+from scheduler.sim.memory_round_store import MemoryRoundStore
 from scheduler.sim.oracle import OracleTracker
-from scheduler.sim.store import MemoryRoundStore
 from scheduler.sim.types import ActionEvent, RoundSample, SimJobSpec, SimResult, World
 
 Progress = Callable[[float], None]

@@ -1,4 +1,5 @@
-"""Parsing the ``jobs`` and ``events`` of a scenario document (see :mod:`scheduler.sim.scenario`).
+"""Parsing the ``jobs`` and ``events`` of a scenario document (for
+:mod:`scheduler.sim.scenario_file`).
 
 Shapes are stage templates: per stage a relative cost per row entering it, a selectivity and its
 inputs. A shape's costs are scaled so that one source row costs ``cost_ms_per_row`` core-ms over

@@ -1,7 +1,7 @@
 """The simulator's named data and the world port the runner drives.
 
-The runner (``scheduler/sim/runner.py``) runs the production loop (:mod:`scheduler.loop`) on an
-in-memory round store, a virtual clock, and a :class:`World`: the simulated cluster and jobs.
+The runner (``scheduler/sim/runner.py``) runs the production loop (:mod:`scheduler.round.loop`)
+on an in-memory round store, a virtual clock, and a :class:`World`: the simulated cluster and jobs.
 """
 
 from __future__ import annotations

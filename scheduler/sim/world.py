@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.core.model import ClusterView
+from scheduler.sim.agent_reports import Clock
 from scheduler.sim.cluster import Cluster
 from scheduler.sim.events import (
     ClusterChange,
@@ -27,8 +28,7 @@ from scheduler.sim.events import (
     spikes,
 )
 from scheduler.sim.inputs import RateSchedule, schedule_for
-from scheduler.sim.jobs import JobModel, JobRun
-from scheduler.sim.reports import Clock
+from scheduler.sim.jobs import JobConstants, JobRun
 from scheduler.sim.scenario import JobScenario, Scenario
 from scheduler.sim.types import SimJobSpec, World
 
@@ -46,7 +46,7 @@ class SimWorld:
         self._cluster = Cluster(scenario.cluster)
         horizon = scenario.duration_s + 3600.0
         events = scenario.events
-        self._models = {j.name: JobModel(j) for j in scenario.jobs}
+        self._models = {j.name: JobConstants(j) for j in scenario.jobs}
         self._schedules: dict[str, RateSchedule] = {
             j.name: schedule_for(j.input, j.name, spikes(events), horizon) for j in scenario.jobs
         }

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from scheduler.web.bench import CHROMIUM, CHROMIUM_ARGS
-from scheduler.web.seed import Seeded, seed_registry
+from scheduler.bench.dashboard import CHROMIUM, CHROMIUM_ARGS
+from scheduler.bench.dashboard_seed import Seeded, seed_registry
 from tests.conftest import create_database, drop_database
 from tests.serving import ServerHandle, run_server
 

@@ -14,13 +14,13 @@ from sqlalchemy import Engine, func, select, text
 from scheduler.api.app import create_app
 from scheduler.cluster.static import StaticCluster
 from scheduler.core.decide import CoreSettings
-from scheduler.loop import SchedulerLoop
 from scheduler.realize.agent import AgentRealizer
 from scheduler.realize.dry_run import DryRunRealizer
 from scheduler.registry import migrate
 from scheduler.registry.engine import make_engine, make_session_factory
-from scheduler.registry.round_store import ROUND_LOCK_KEY, SqlRoundStore
-from scheduler.registry.tables import Action, Allocation, Job, Round, SchedulerState
+from scheduler.registry.sql_round_store import ROUND_LOCK_KEY, SqlRoundStore
+from scheduler.registry.tables import Action, Allocation, Job, Round, StoredSchedulerState
+from scheduler.round.loop import SchedulerLoop
 from tests.conftest import ADMIN, FixedClock, bearer, make_settings
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -118,7 +118,7 @@ def run_rounds(
 
 def stored_state(engine: Engine) -> dict[str, Any]:
     with make_session_factory(engine)() as session:
-        row = session.get(SchedulerState, 1)
+        row = session.get(StoredSchedulerState, 1)
         assert row is not None
         return row.state
 

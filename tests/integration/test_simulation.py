@@ -15,7 +15,8 @@ import pytest
 
 from scheduler.core.slo import meets_slo
 from scheduler.sim.run import run_scenario
-from scheduler.sim.scenario import Scenario, load_scenario
+from scheduler.sim.scenario import Scenario
+from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.summary import summarize
 from scheduler.sim.types import SimResult
 from scheduler.sim.world import build_world

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from scheduler.api.schemas import ReportIn
-from scheduler.spark.fake_scheduler import FakeScheduler
 from scheduler.spark.local_cluster import LocalCluster
+from scheduler.testing.fake_api import FakeScheduler
 from tests.spark.conftest import EXAMPLES, ROOT, spark_unavailable, start_app, wait_for
 
 pytestmark = pytest.mark.spark

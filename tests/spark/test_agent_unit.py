@@ -19,15 +19,15 @@ from hypothesis import strategies as st
 
 from scheduler.agent import AgentRefused, check_application
 from scheduler.agent.agent import Agent
-from scheduler.agent.client import ReportClient
 from scheduler.agent.estimator import Batch, latency_ms
 from scheduler.agent.progress import ProgressBook, row_backlog, source_name
 from scheduler.agent.spark_control import ExecutorState
+from scheduler.agent.transport import ReportClient
 from scheduler.api.schemas import ReportIn
 from scheduler.core.latency import estimate_latency_ms
 from scheduler.core.report import BatchReport
 from scheduler.core.slo import LatencyStat
-from scheduler.spark.fake_scheduler import FakeScheduler
+from scheduler.testing.fake_api import FakeScheduler
 
 AGENT_DIR = Path(__file__).resolve().parents[2] / "scheduler" / "agent"
 

@@ -15,6 +15,7 @@ from scheduler.api.schemas import (
     ExecutorsIn,
     ExecutorsOut,
     HistoryPoint,
+    JobActionOut,
     JobCreate,
     JobCreated,
     JobHistory,
@@ -192,3 +193,29 @@ def job_history(
         job_id=job.id,
         points=[HistoryPoint.model_validate(row, from_attributes=True) for row in rows],
     )
+
+
+@router.get("/{job_id}/actions", response_model=list[JobActionOut])
+def job_actions(
+    job_id: str,
+    since: datetime | None = Query(None, description="Rounds started at or after this time."),
+    until: datetime | None = Query(None, description="Rounds started at or before this time."),
+    limit: int = Query(1000, ge=1, le=10_000, description="At most this many, newest first."),
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_reader),
+) -> list[JobActionOut]:
+    """The actions the scheduler took on one job: its tenant's job page marks them, under the
+    same rule as the job itself (its tenant or the admin; anyone else gets 404)."""
+    job = _visible(session, job_id, who)
+    rows = repo.job_actions(session, job.id, as_utc(since), as_utc(until), limit)
+    return [
+        JobActionOut(
+            round=number,
+            at=started_at,
+            kind=action.kind,
+            from_executors=action.from_executors,
+            to_executors=action.to_executors,
+            reason=action.reason,
+        )
+        for number, started_at, action in rows
+    ]

@@ -7,6 +7,8 @@ round number at most once a second.
 
 from __future__ import annotations
 
+import dataclasses
+
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials
 from sqlalchemy import select
@@ -16,7 +18,9 @@ from scheduler.api import auth
 from scheduler.api.deps import get_session
 from scheduler.api.errors import from_registry_error
 from scheduler.api.schemas import ReportAck, ReportIn
-from scheduler.ingest import derive_window, report_from_document
+from scheduler.core.report import report_from_document
+from scheduler.core.slo import slo_from_mapping
+from scheduler.core.window import assess_report
 from scheduler.registry import repository as repo
 from scheduler.registry.tables import Job, MetricWindow
 
@@ -44,8 +48,11 @@ def post_report(
     if replay:
         derived = {}  # a duplicate or out of order: nothing new is stored, nothing to derive
     else:
+        # Derived columns (utility, juice, latency, capacity, rates) are stored with the window;
+        # the previous window gives the backlog delta and the previous batch start.
         previous = report_from_document(newest.report) if newest is not None else None
-        derived = derive_window(job, report, previous)
+        slo = slo_from_mapping(job.slo)
+        derived = dataclasses.asdict(assess_report(report, slo, job.priority, previous))
     window = MetricWindow(
         job_id=job.id,
         window_start=body.window_start,

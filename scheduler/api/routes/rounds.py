@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from scheduler.api import auth
 from scheduler.api.deps import get_session
-from scheduler.api.schemas import ActionOut, ClusterOut, RoundOut
+from scheduler.api.schemas import ClusterOut, RoundOut
 from scheduler.api.timeparams import as_utc
 from scheduler.cluster.port import Holding
 from scheduler.registry import repository as repo
@@ -26,20 +26,8 @@ def list_rounds(
     _: auth.Principal = Depends(auth.require_admin),
 ) -> list[RoundOut]:
     return [
-        RoundOut(
-            number=r.number,
-            started_at=r.started_at,
-            finished_at=r.finished_at,
-            policy=r.policy,
-            state=r.state,
-            action=r.action,
-            job_id=r.job_id,
-            reason=r.reason,
-            total_utility=r.total_utility,
-            max_utility=r.max_utility,
-            actions=[ActionOut.model_validate(a, from_attributes=True) for a in actions],
-        )
-        for r, actions in repo.list_rounds(session, as_utc(since), as_utc(until), limit)
+        RoundOut.model_validate({**row._mapping, "actions": [a._mapping for a in actions]})
+        for row, actions in repo.list_rounds(session, as_utc(since), as_utc(until), limit)
     ]
 
 

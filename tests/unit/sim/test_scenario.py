@@ -9,9 +9,8 @@ import pytest
 import yaml
 
 from scheduler.sim.inputs import SHARED_TRACES
-from scheduler.sim.scenario import (
-    CollectorOutage,
-    NodeLoss,
+from scheduler.sim.scenario import CollectorOutage, NodeLoss
+from scheduler.sim.scenario_file import (
     ScenarioError,
     builtin_scenarios,
     load_scenario,

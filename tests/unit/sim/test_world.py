@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from scheduler.core.latency import BatchLatency, percentile_latency_ms
-from scheduler.core.metrics import window_metrics
 from scheduler.core.slo import slo_from_mapping
-from scheduler.sim.reports import tail_quantiles
-from scheduler.sim.scenario import load_scenario
+from scheduler.core.window import window_metrics
+from scheduler.sim.agent_reports import tail_quantiles
+from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.world import SimWorld, build_world
 
 from .world_kit import document, metrics_at, reports_of, run, scenario, world

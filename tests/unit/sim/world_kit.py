@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from scheduler.core.metrics import window_metrics
 from scheduler.core.model import JobMetrics
-from scheduler.core.report import Report
+from scheduler.core.report import Report, report_from_document
 from scheduler.core.slo import slo_from_mapping
-from scheduler.ingest import report_from_document
-from scheduler.sim.scenario import Scenario, parse_scenario
+from scheduler.core.window import window_metrics
+from scheduler.sim.scenario import Scenario
+from scheduler.sim.scenario_file import parse_scenario
 from scheduler.sim.scenario_keys import deep_merge
 from scheduler.sim.world import SimWorld
 

@@ -16,10 +16,10 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from scheduler.ingest import report_from_document
+from scheduler.core.report import report_from_document
 from scheduler.registry import repository as repo
 from scheduler.registry.tables import Job
-from scheduler.roundstore import (
+from scheduler.round.store import (
     ActionRecord,
     AllocationRecord,
     JobRecord,

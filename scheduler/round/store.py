@@ -1,5 +1,7 @@
-"""The registry as one round sees it: a narrow port with a SQL implementation (production) and
-an in-memory one (the simulator), so both run the very same round code in :mod:`scheduler.loop`.
+"""The registry as one round sees it: a narrow port with a SQL implementation
+(:mod:`scheduler.registry.sql_round_store`, production) and an in-memory one
+(:mod:`scheduler.sim.memory_round_store`, the simulator), so both run the very same round code
+in :mod:`scheduler.round.loop`.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from scheduler.cluster.port import ClusterSource, Holding
-from scheduler.core.metrics import window_metrics
 from scheduler.core.model import JobStatus, JobView, Snapshot
 from scheduler.core.slo import slo_from_mapping
-from scheduler.roundstore import JobRecord, ReportRecord, RoundTx
+from scheduler.core.window import window_metrics
+from scheduler.round.store import JobRecord, ReportRecord, RoundTx
 
 
 def build_snapshot(

@@ -17,16 +17,16 @@ import structlog
 from scheduler.cluster.port import ClusterSource
 from scheduler.core.decide import CoreSettings, SchedulerState, decide
 from scheduler.core.model import JobStatus, Plan, Snapshot
-from scheduler.metrics import ServiceMetrics
+from scheduler.prometheus import ServiceMetrics
 from scheduler.realize.port import Realizer
-from scheduler.roundstore import (
+from scheduler.round.snapshot import build_snapshot
+from scheduler.round.store import (
     ActionRecord,
     AllocationRecord,
     RoundRecord,
     RoundStore,
     RoundTx,
 )
-from scheduler.snapshot import build_snapshot
 
 log = structlog.get_logger("henge.loop")
 

@@ -1,4 +1,4 @@
-"""Markdown reports over summaries (scheduler.sim.report)."""
+"""Markdown reports over summaries (scheduler.bench.table)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.sim.report import COLUMNS, compare_henge, markdown_table, rows
+from scheduler.bench.table import COLUMNS, compare_henge, markdown_table, rows
 
 
 def summary(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from scheduler.core.capacity import capacity
@@ -29,27 +28,12 @@ from scheduler.core.latency import (
     mean_trigger_interval_s,
     report_latency_ms,
 )
-from scheduler.core.model import JobMetrics
+from scheduler.core.model import JobMetrics, WindowValues
 from scheduler.core.report import BatchReport, Report
 from scheduler.core.slo import SLO, utility
 
 BEHIND_EPSILON = 0.01
 """A sub-window counts as "behind" when its raw juice is below ``1 - BEHIND_EPSILON``."""
-
-
-@dataclass(frozen=True)
-class WindowAssessment:
-    """The values derived from one report at ingestion (``None``: the report lacks the input)."""
-
-    utility: float
-    juice: float | None = None
-    juice_raw: float | None = None
-    latency_ms: float | None = None
-    capacity: float | None = None
-    input_rate: float | None = None
-    """Rows per second arriving at the sources."""
-    processed_rate: float | None = None
-    """Rows per second completed."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,7 +115,7 @@ def _weighted_mean(pairs: Iterable[tuple[float, float]]) -> float | None:
 
 def assess_report(
     report: Report, slo: SLO, priority: float, previous: Report | None = None
-) -> WindowAssessment:
+) -> WindowValues:
     """The values of one sub-window.
 
     ``previous`` is the job's report before this one, when there is one: its backlogs give the
@@ -152,7 +136,7 @@ def assess_report(
         arrival_rate=input_rate,
     )
     juice_value = juice[1] if juice is not None else None
-    return WindowAssessment(
+    return WindowValues(
         utility=utility(slo, priority, juice_value, latency),
         juice=juice_value,
         juice_raw=juice[0] if juice is not None else None,

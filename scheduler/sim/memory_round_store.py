@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from scheduler.ingest import report_from_document
-from scheduler.roundstore import (
+from scheduler.core.report import report_from_document
+from scheduler.round.store import (
     ActionRecord,
     AllocationRecord,
     JobRecord,

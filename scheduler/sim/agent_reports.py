@@ -15,7 +15,7 @@ SOURCE = "events"
 """The name of every simulated job's one source."""
 
 
-class Batch(NamedTuple):
+class SimulatedBatch(NamedTuple):
     """One micro-batch, times in simulated seconds."""
 
     start: float
@@ -61,7 +61,7 @@ class Clock:
         return value
 
 
-def busy_in(batches: Sequence[Batch], w0: float, w1: float) -> float:
+def busy_in(batches: Sequence[SimulatedBatch], w0: float, w1: float) -> float:
     """Core-ms the batches kept executors busy inside ``[w0, w1)``; each batch's busy time is
     spread evenly over its compute span."""
     total = 0.0
@@ -75,7 +75,7 @@ def busy_in(batches: Sequence[Batch], w0: float, w1: float) -> float:
     return total
 
 
-def batch_documents(batches: Sequence[Batch], clock: Clock) -> list[dict[str, Any]]:
+def batch_documents(batches: Sequence[SimulatedBatch], clock: Clock) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for b in batches[-MAX_REPORTED_BATCHES:]:
         doc: dict[str, Any] = {
@@ -89,7 +89,7 @@ def batch_documents(batches: Sequence[Batch], clock: Clock) -> list[dict[str, An
     return docs
 
 
-def latency_summary(batches: Sequence[Batch]) -> tuple[float, dict[str, float] | None]:
+def latency_summary(batches: Sequence[SimulatedBatch]) -> tuple[float, dict[str, float] | None]:
     """The batches' rows, and their row-weighted mean, p95 and p99 latency in ms (``None``
     without rows). A batch's rows arrived uniformly between its first and last arrival, so
     their latencies are uniform on ``[end - last_arrival, end - first_arrival]``."""

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from scheduler.core.policy import available_policies
 from scheduler.sim.run import run_scenario, scenario_names, write_outputs
-from scheduler.sim.scenario import load_scenario
+from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.types import SimResult
 
 # Henge first, then the baselines, so tables read the same way every time.
@@ -33,8 +33,8 @@ def run_bench(
     console: Console | None = None,
 ) -> Path:
     """Run every pair; return the path of the markdown table."""
+    from scheduler.bench.table import compare_henge, markdown_table
     from scheduler.sim.plots import plot_cdf
-    from scheduler.sim.report import compare_henge, markdown_table
 
     names, chosen = scenario_names(scenarios), bench_policies(policies)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler.core.juice import Edge
-from scheduler.core.metrics import assess_report, select_window, window_metrics
 from scheduler.core.report import BatchReport, LatencyReport, Report, SourceReport
 from scheduler.core.slo import SLO, LatencyStat
+from scheduler.core.window import assess_report, select_window, window_metrics
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 JUICE_SLO = SLO(juice=1.0)

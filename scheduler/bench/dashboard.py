@@ -1,30 +1,28 @@
 """``henge bench dashboard``: how fast the dashboard's pages load on a big registry.
 
 A real ``henge serve`` on a throw-away Postgres database seeded with ``rounds`` rounds and
-``jobs`` jobs (see :mod:`scheduler.web.seed`), and Debian's headless Chromium driven by
+``jobs`` jobs (see :mod:`scheduler.bench.dashboard_seed`), and Debian's headless Chromium driven by
 Playwright. Each page is opened ``runs`` times after a warm-up; the browser's own timing says
 when the document loaded (``performance.getEntriesByType('navigation')``: load event end), when
 the page's data was fetched and rendered (the ``henge:ready`` mark) and when its charts were
 first drawn (Chart.js's first render, from ``window.__hengeCharts``).
 
-    python -m scheduler.web.bench --rounds 10000 --jobs 100
+    henge bench dashboard --rounds 10000 --jobs 100
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import httpx
-import typer
 
+from scheduler.bench.dashboard_seed import seed_registry
 from scheduler.bench.server import DEFAULT_PG_SERVER, run_server, temporary_database
-from scheduler.web.seed import seed_registry
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -193,33 +191,3 @@ def _print(result: dict[str, Any]) -> None:
             f"{p['ready_max_ms']:>7.0f} {charts:>7}  {p['charts']} charts, {p['points']} points"
         )
     print("API (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in result["api_ms"].items()))
-
-
-def dashboard_command(
-    rounds: Annotated[int, typer.Option(help="Rounds in the registry.")] = 10_000,
-    jobs: Annotated[int, typer.Option(help="Jobs in the registry.")] = 100,
-    runs: Annotated[int, typer.Option(help="Openings of each page (after a warm-up).")] = 5,
-    pg_server: Annotated[
-        str, typer.Option(help="Postgres server to create the throw-away database on.")
-    ] = DEFAULT_PG_SERVER,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures here.")] = None,
-) -> None:
-    """Page load times of the dashboard on a big registry (headless Chromium)."""
-    run_dashboard_bench(rounds=rounds, jobs=jobs, runs=runs, pg_server=pg_server, out=json_out)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=10_000)
-    parser.add_argument("--jobs", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--pg-server", default=DEFAULT_PG_SERVER)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
-    run_dashboard_bench(
-        rounds=args.rounds, jobs=args.jobs, runs=args.runs, pg_server=args.pg_server, out=args.json
-    )
-
-
-if __name__ == "__main__":
-    main()
