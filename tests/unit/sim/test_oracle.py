@@ -12,14 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler.sim.oracle import (
-    OracleTracker,
-    dp_allocation,
-    greedy_allocation,
-    oracle_utility,
-    solve,
-    useful_points,
-)
+from scheduler.core.allocation import dp_allocation, greedy_allocation, useful_points
+from scheduler.sim.oracle import OracleTracker, oracle_utility, solve
 from scheduler.sim.types import SimJobSpec
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
