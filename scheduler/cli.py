@@ -481,7 +481,7 @@ def _load_scenario(name: str) -> Any:
 
 
 def _check_policy(policy: str, params: dict[str, Any]) -> None:
-    from scheduler.core.policy import PolicySettingsError, UnknownPolicyError, get_policy
+    from scheduler.core.policies.registry import PolicySettingsError, UnknownPolicyError, get_policy
 
     try:
         get_policy(policy, params)

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from scheduler.core.policy import available_policies
+from scheduler.core.policies.registry import available_policies
 from scheduler.sim.run import run_scenario, scenario_names, write_outputs
 from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.types import SimResult

@@ -23,7 +23,8 @@ from typing import Any
 from scheduler.core.admission import AdmissionResult, AdmissionRule, admit
 from scheduler.core.freshness import Freshness, classify
 from scheduler.core.model import ActionKind, ClusterState, JobStatus, Plan, Snapshot
-from scheduler.core.policy import JSONDict, Policy, PolicySettingsError, get_policy
+from scheduler.core.policies.registry import get_policy
+from scheduler.core.policy import JSONDict, Policy, PolicySettingsError
 from scheduler.core.safety import clamp_changes
 
 

@@ -1,15 +1,16 @@
-"""The policy plug-in point: a small protocol and a registry by name.
+"""The policy plug-in point: a small protocol every policy provides.
 
 A policy turns a :class:`~scheduler.core.model.Snapshot` and its own state into a
 :class:`~scheduler.core.model.Plan` and its next state. Its state must round-trip through JSON
 (``dump_state`` / ``load_state``) because the loop stores it after every round and a restart
 resumes from it. Settings are a frozen dataclass per policy with the paper's defaults.
+The built-in policies are looked up by name in :mod:`scheduler.core.policies.registry`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -36,40 +37,17 @@ class Policy(Protocol[StateT]):
 
 
 class UnknownPolicyError(KeyError):
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, known: Sequence[str]) -> None:
         super().__init__(name)
         self.name = name
+        self.known = tuple(known)
 
     def __str__(self) -> str:
-        return f"unknown policy {self.name!r}; known: {', '.join(available_policies())}"
+        return f"unknown policy {self.name!r}; known: {', '.join(self.known)}"
 
 
 class PolicySettingsError(ValueError):
     pass
-
-
-Factory = Callable[[Mapping[str, Any]], "Policy[Any]"]
-_REGISTRY: dict[str, Factory] = {}
-
-
-def register_policy(name: str, factory: Factory) -> None:
-    """Make a policy available by ``name``; ``factory`` gets the settings overrides."""
-    _REGISTRY[name] = factory
-
-
-def available_policies() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
-
-
-def get_policy(name: str, params: Mapping[str, Any] | None = None) -> Policy[Any]:
-    """Build the policy called ``name`` with ``params`` overriding its settings' defaults."""
-    _load_builtins()
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise UnknownPolicyError(name) from None
-    return factory(params or {})
 
 
 SettingsT = TypeVar("SettingsT")
@@ -86,9 +64,3 @@ def build_settings(cls: type[SettingsT], params: Mapping[str, Any]) -> SettingsT
             f"known: {', '.join(sorted(known))}"
         )
     return cls(**params)
-
-
-def _load_builtins() -> None:
-    # Importing the package registers the built-in policies; done lazily so that importing
-    # this module has no side effects.
-    import scheduler.core.policies  # noqa: F401

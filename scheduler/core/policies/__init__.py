@@ -1,14 +1,4 @@
-"""Built-in policies.
+"""Built-in policies: Henge's state machine (:mod:`.henge`) and the baselines of DESIGN §4.
 
-Each module registers itself with :func:`scheduler.core.policy.register_policy`.
+:mod:`.registry` looks them up by name.
 """
-
-# Baselines (DESIGN §4) and Henge's state machine (DESIGN §3: henge-paper and henge).
-from scheduler.core.policies import (  # noqa: F401
-    dhalion,
-    ds2,
-    dstream_ratio,
-    henge,
-    spark_dra,
-    static,
-)

@@ -13,25 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from scheduler.core.model import JobView, Plan, Snapshot
-from scheduler.core.policies.baseline import (
-    EPSILON,
-    FreeCores,
-    RoundLog,
-    ceil_int,
-    elapsed,
-    epoch_s,
-    jobs_in_order,
-    keep_frozen,
-    require,
-)
-from scheduler.core.policy import JSONDict, build_settings, register_policy
-
-NAME = "dhalion"
+from scheduler.core.policies.base import BaselinePolicy, require
+from scheduler.core.policies.rounds import EPSILON, FreeCores, RoundLog, ceil_int, jobs_in_order
+from scheduler.core.policies.timers import elapsed, epoch_s, keep_frozen, per_job
 
 
 @dataclass(frozen=True)
@@ -51,20 +39,16 @@ class DhalionSettings:
 
 @dataclass(frozen=True)
 class DhalionState:
-    last_action: Mapping[str, float] = field(default_factory=dict)
+    last_action: Mapping[str, float] = per_job(float)
     """Per job id: when the policy last changed the job (epoch seconds)."""
 
 
-class DhalionPolicy:
+class DhalionPolicy(BaselinePolicy[DhalionSettings, DhalionState]):
     """Dhalion's backpressure scale-up, one job at a time, free cores first come, first served."""
 
-    name: str = NAME
-
-    def __init__(self, settings: DhalionSettings | None = None) -> None:
-        self.settings = settings or DhalionSettings()
-
-    def initial_state(self) -> DhalionState:
-        return DhalionState()
+    name = "dhalion"
+    settings_type = DhalionSettings
+    state_type = DhalionState
 
     def scale_factor(self, behind_fraction: float) -> float:
         """``1 / (1 - f)``, capped at ``max_scale_factor`` (and there when ``f`` reaches 1)."""
@@ -130,19 +114,3 @@ class DhalionPolicy:
                 )
         actions = keep_frozen(snapshot, state.last_action, actions)
         return log.plan(snapshot, "no job behind"), DhalionState(actions)
-
-    def dump_state(self, state: DhalionState) -> JSONDict:
-        return {"last_action": dict(sorted(state.last_action.items()))}
-
-    def load_state(self, data: JSONDict) -> DhalionState:
-        raw = data.get("last_action") or {}
-        if not isinstance(raw, Mapping):
-            raise ValueError(f"policy state: last_action must be an object, got {raw!r}")
-        return DhalionState({str(k): float(v) for k, v in raw.items()})
-
-
-def _factory(params: Mapping[str, Any]) -> DhalionPolicy:
-    return DhalionPolicy(build_settings(DhalionSettings, params))
-
-
-register_policy(NAME, _factory)

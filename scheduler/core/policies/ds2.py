@@ -19,27 +19,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from scheduler.core.bounds import upper_bound
 from scheduler.core.model import JobView, Plan, Snapshot
-from scheduler.core.policies.baseline import (
-    FreeCores,
-    RoundLog,
-    ceil_int,
-    dump_records,
-    elapsed,
-    epoch_s,
-    jobs_in_order,
-    keep_frozen,
-    load_records,
-    require,
-)
-from scheduler.core.policy import JSONDict, build_settings, register_policy
-
-NAME = "ds2"
+from scheduler.core.policies.base import BaselinePolicy, require
+from scheduler.core.policies.rounds import FreeCores, RoundLog, ceil_int, jobs_in_order
+from scheduler.core.policies.timers import elapsed, epoch_s, keep_frozen, per_job
 
 
 @dataclass(frozen=True)
@@ -75,19 +62,15 @@ class DS2Timers:
 
 @dataclass(frozen=True)
 class DS2State:
-    jobs: Mapping[str, DS2Timers] = field(default_factory=dict)
+    jobs: Mapping[str, DS2Timers] = per_job(DS2Timers)
 
 
-class DS2Policy:
+class DS2Policy(BaselinePolicy[DS2Settings, DS2State]):
     """DS2 sizing, one job at a time, free cores first come, first served."""
 
-    name: str = NAME
-
-    def __init__(self, settings: DS2Settings | None = None) -> None:
-        self.settings = settings or DS2Settings()
-
-    def initial_state(self) -> DS2State:
-        return DS2State()
+    name = "ds2"
+    settings_type = DS2Settings
+    state_type = DS2State
 
     def wanted_executors(self, job: JobView) -> int | None:
         """The rule's parallelism for ``job`` (scale-down limit applied), or ``None`` without
@@ -165,16 +148,3 @@ class DS2Policy:
                     timers[job.job_id] = DS2Timers(now_s, now_s)
         timers = keep_frozen(snapshot, state.jobs, timers)
         return log.plan(snapshot, "every job at its DS2 parallelism"), DS2State(timers)
-
-    def dump_state(self, state: DS2State) -> JSONDict:
-        return {"jobs": dump_records(state.jobs)}
-
-    def load_state(self, data: JSONDict) -> DS2State:
-        return DS2State(load_records(DS2Timers, data.get("jobs")))
-
-
-def _factory(params: Mapping[str, Any]) -> DS2Policy:
-    return DS2Policy(build_settings(DS2Settings, params))
-
-
-register_policy(NAME, _factory)

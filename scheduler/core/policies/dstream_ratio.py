@@ -17,23 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from scheduler.core.model import JobView, Plan, Snapshot
-from scheduler.core.policies.baseline import (
-    FreeCores,
-    RoundLog,
-    elapsed,
-    epoch_s,
-    jobs_in_order,
-    keep_frozen,
-    require,
-)
-from scheduler.core.policy import JSONDict, build_settings, register_policy
-
-NAME = "dstream-ratio"
+from scheduler.core.policies.base import BaselinePolicy, require
+from scheduler.core.policies.rounds import FreeCores, RoundLog, jobs_in_order
+from scheduler.core.policies.timers import elapsed, epoch_s, keep_frozen, per_job
 
 
 @dataclass(frozen=True)
@@ -56,7 +46,7 @@ class DStreamRatioSettings:
 
 @dataclass(frozen=True)
 class DStreamRatioState:
-    last_check: Mapping[str, float] = field(default_factory=dict)
+    last_check: Mapping[str, float] = per_job(float)
     """Per job id: when the job was last checked (epoch seconds)."""
 
 
@@ -76,16 +66,12 @@ def round_half_up(value: float) -> int:
     return math.floor(value + 0.5)
 
 
-class DStreamRatioPolicy:
+class DStreamRatioPolicy(BaselinePolicy[DStreamRatioSettings, DStreamRatioState]):
     """Batch-time-ratio allocation, one job at a time, free cores first come, first served."""
 
-    name: str = NAME
-
-    def __init__(self, settings: DStreamRatioSettings | None = None) -> None:
-        self.settings = settings or DStreamRatioSettings()
-
-    def initial_state(self) -> DStreamRatioState:
-        return DStreamRatioState()
+    name = "dstream-ratio"
+    settings_type = DStreamRatioSettings
+    state_type = DStreamRatioState
 
     def decide(
         self, snapshot: Snapshot, state: DStreamRatioState, now: datetime
@@ -142,19 +128,3 @@ class DStreamRatioPolicy:
                 )
         checks = keep_frozen(snapshot, state.last_check, checks)
         return log.plan(snapshot, "every batch ratio inside the band"), DStreamRatioState(checks)
-
-    def dump_state(self, state: DStreamRatioState) -> JSONDict:
-        return {"last_check": dict(sorted(state.last_check.items()))}
-
-    def load_state(self, data: JSONDict) -> DStreamRatioState:
-        raw = data.get("last_check") or {}
-        if not isinstance(raw, Mapping):
-            raise ValueError(f"policy state: last_check must be an object, got {raw!r}")
-        return DStreamRatioState({str(k): float(v) for k, v in raw.items()})
-
-
-def _factory(params: Mapping[str, Any]) -> DStreamRatioPolicy:
-    return DStreamRatioPolicy(build_settings(DStreamRatioSettings, params))
-
-
-register_policy(NAME, _factory)

@@ -22,28 +22,19 @@ window metrics that show it cover the time in between.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from scheduler.core.model import JobView, Plan, Snapshot
-from scheduler.core.policies.baseline import (
+from scheduler.core.policies.base import BaselinePolicy, require
+from scheduler.core.policies.rounds import (
     FreeCores,
     RoundLog,
     behind_reason,
     ceil_int,
-    dump_records,
-    elapsed,
-    epoch_s,
     jobs_in_order,
-    keep_frozen,
-    load_records,
-    optional_float,
-    require,
 )
-from scheduler.core.policy import JSONDict, build_settings, register_policy
-
-NAME = "spark-dra"
+from scheduler.core.policies.timers import elapsed, epoch_s, keep_frozen, per_job
 
 
 @dataclass(frozen=True)
@@ -84,21 +75,17 @@ class DRATimers:
 
 @dataclass(frozen=True)
 class SparkDRAState:
-    jobs: Mapping[str, DRATimers] = field(default_factory=dict)
+    jobs: Mapping[str, DRATimers] = per_job(DRATimers)
     last_round: float | None = None
     """When the previous round ran (epoch seconds)."""
 
 
-class SparkDRAPolicy:
+class SparkDRAPolicy(BaselinePolicy[SparkDRASettings, SparkDRAState]):
     """Spark dynamic allocation, one job at a time, free cores first come, first served."""
 
-    name: str = NAME
-
-    def __init__(self, settings: SparkDRASettings | None = None) -> None:
-        self.settings = settings or SparkDRASettings()
-
-    def initial_state(self) -> SparkDRAState:
-        return SparkDRAState()
+    name = "spark-dra"
+    settings_type = SparkDRASettings
+    state_type = SparkDRAState
 
     def decide(
         self, snapshot: Snapshot, state: SparkDRAState, now: datetime
@@ -204,18 +191,3 @@ class SparkDRAPolicy:
             )
         next_add = step * 2 if added == step else 1
         return DRATimers(backlog_since=since, last_request=now_s, next_add=next_add)
-
-    def dump_state(self, state: SparkDRAState) -> JSONDict:
-        return {"jobs": dump_records(state.jobs), "last_round": state.last_round}
-
-    def load_state(self, data: JSONDict) -> SparkDRAState:
-        return SparkDRAState(
-            load_records(DRATimers, data.get("jobs")), optional_float(data.get("last_round"))
-        )
-
-
-def _factory(params: Mapping[str, Any]) -> SparkDRAPolicy:
-    return SparkDRAPolicy(build_settings(SparkDRASettings, params))
-
-
-register_policy(NAME, _factory)

@@ -5,16 +5,12 @@ The reference point of the benchmarks: whatever the load does, no executor is ad
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from scheduler.core.model import ClusterState, Plan, Snapshot
-from scheduler.core.policies.baseline import jobs_in_order
-from scheduler.core.policy import JSONDict, build_settings, register_policy
-
-NAME = "static"
+from scheduler.core.policies.base import BaselinePolicy
+from scheduler.core.policies.rounds import jobs_in_order
 
 
 @dataclass(frozen=True)
@@ -27,16 +23,12 @@ class StaticState:
     """Nothing to remember."""
 
 
-class StaticPolicy:
+class StaticPolicy(BaselinePolicy[StaticSettings, StaticState]):
     """Never changes anything."""
 
-    name: str = NAME
-
-    def __init__(self, settings: StaticSettings | None = None) -> None:
-        self.settings = settings or StaticSettings()
-
-    def initial_state(self) -> StaticState:
-        return StaticState()
+    name = "static"
+    settings_type = StaticSettings
+    state_type = StaticState
 
     def decide(
         self, snapshot: Snapshot, state: StaticState, now: datetime
@@ -49,16 +41,3 @@ class StaticPolicy:
             sum(job.priority for job in jobs),
         )
         return plan, state
-
-    def dump_state(self, state: StaticState) -> JSONDict:
-        return {}
-
-    def load_state(self, data: JSONDict) -> StaticState:
-        return StaticState()
-
-
-def _factory(params: Mapping[str, Any]) -> StaticPolicy:
-    return StaticPolicy(build_settings(StaticSettings, params))
-
-
-register_policy(NAME, _factory)

@@ -16,9 +16,7 @@ from scheduler.core.model import (
     Plan,
     Snapshot,
 )
-from scheduler.core.policies.henge import HengePolicy
-from scheduler.core.policies.henge_settings import PRODUCT_SWITCHES, HengeSettings
-from scheduler.core.policies.henge_state import HengeState
+from scheduler.core.policies.henge import PRODUCT_SWITCHES, HengePolicy, HengeSettings, HengeState
 from scheduler.core.slo import SLO
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -23,7 +23,8 @@ from scheduler.core.model import (
     Plan,
     Snapshot,
 )
-from scheduler.core.policy import PolicySettingsError, available_policies, get_policy
+from scheduler.core.policies.registry import available_policies, get_policy
+from scheduler.core.policy import PolicySettingsError
 from scheduler.core.slo import SLO
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

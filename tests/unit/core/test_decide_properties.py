@@ -20,8 +20,8 @@ from scheduler.core.model import (
     Plan,
     Snapshot,
 )
-from scheduler.core.policies.henge_settings import PRODUCT_SWITCHES
-from scheduler.core.policy import available_policies
+from scheduler.core.policies.henge import PRODUCT_SWITCHES
+from scheduler.core.policies.registry import available_policies
 from scheduler.core.slo import SLO, LatencyStat
 
 from .henge_builders import T0, apply

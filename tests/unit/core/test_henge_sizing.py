@@ -9,14 +9,19 @@ from datetime import datetime
 import pytest
 
 from scheduler.core.model import ActionKind, ClusterState, JobMetrics, JobView
-from scheduler.core.policies.henge_model import JobModel, observe, predict, smallest
-from scheduler.core.policies.henge_settings import HengeSettings
-from scheduler.core.policies.henge_sizing import model_need, model_target, paper_extra
-from scheduler.core.policies.henge_state import (
+from scheduler.core.policies.henge import (
     Configuration,
+    HengeSettings,
     HengeState,
+    JobModel,
     LastAction,
     Step,
+    model_need,
+    model_target,
+    observe,
+    paper_extra,
+    predict,
+    smallest,
 )
 from scheduler.core.slo import SLO, utility
 

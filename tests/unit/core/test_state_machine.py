@@ -10,15 +10,15 @@ import pytest
 
 from scheduler.core.decide import CoreSettings, SchedulerState, decide
 from scheduler.core.model import ActionKind, ClusterState, ClusterView, JobStatus, NodeView
-from scheduler.core.policies.henge_settings import PRODUCT_SWITCHES, HengeSettings
-from scheduler.core.policies.henge_state import (
+from scheduler.core.policies.henge import (
+    PRODUCT_SWITCHES,
     Configuration,
+    HengeSettings,
     HengeState,
     LastAction,
     Step,
-    dump,
-    load,
 )
+from scheduler.core.policies.henge.state import dump, load
 
 from .henge_builders import T0, apply, at, job, paper, product, run, snapshot, with_utility
 

@@ -2,7 +2,7 @@
 
 - ``henge-paper``: eq. 2.4, extra executors ``= ceil((capacity / capacity_threshold − 1) × step)``;
   a job at or below the threshold is not congested and gets nothing.
-- ``henge``: from the job's model (:mod:`henge_model`), the smallest executor count that meets
+- ``henge``: from the job's model (:mod:`model`), the smallest executor count that meets
   the SLO with ``headroom`` more input (or, failing that, at the measured input). When no
   allowed count meets the SLO, the job is *unattainable* if even its upper bound would not raise
   its utility by ``min_gain`` of its priority; otherwise it gets the smallest count that comes
@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from scheduler.core.bounds import upper_bound
 from scheduler.core.model import JobView
-from scheduler.core.policies.henge_model import (
+from scheduler.core.policies.henge.model import (
     JobModel,
     meets_at,
     predicted_utility,
     smallest,
 )
-from scheduler.core.policies.henge_settings import HengeSettings
+from scheduler.core.policies.henge.settings import HengeSettings
 
 
 def paper_extra(capacity: float, capacity_threshold: float, step: int) -> int:

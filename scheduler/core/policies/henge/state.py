@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from scheduler.core.model import ClusterState
-from scheduler.core.policies.henge_model import JobModel
+from scheduler.core.policies.henge.model import JobModel
 from scheduler.core.policy import JSONDict
 
 

@@ -1,22 +1,14 @@
-"""What the baseline policies of DESIGN §4 share.
+"""How a round of a baseline policy (DESIGN §4) goes.
 
 Every baseline acts on each job alone, in a fixed order (registration time, then job id), and
 hands out the cluster's free cores first come, first served: a job that grows uses up cores the
 jobs after it in the same round can no longer get. Cores given back by a shrinking job are not
 handed on within the round; they count as free once the cluster reports them free.
-
-Per-job timers are kept as epoch seconds in small frozen records so that a policy's state
-round-trips through JSON. A job that leaves the snapshot loses its timers, unless it is only
-frozen for the round (``Snapshot.frozen_jobs``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any, TypeVar
 
 from scheduler.core.bounds import clamp_target, executors_that_fit
 from scheduler.core.model import (
@@ -29,19 +21,8 @@ from scheduler.core.model import (
     Plan,
     Snapshot,
 )
-from scheduler.core.policy import JSONDict, PolicySettingsError
 
 EPSILON = 1e-9
-
-
-def epoch_s(moment: datetime) -> float:
-    """``moment`` as seconds since the epoch (the form timers are stored in)."""
-    return moment.timestamp()
-
-
-def elapsed(now_s: float, since_s: float | None) -> float:
-    """Seconds from ``since_s`` to ``now_s``; infinite when ``since_s`` never happened."""
-    return math.inf if since_s is None else now_s - since_s
 
 
 def ceil_int(value: float) -> int:
@@ -143,50 +124,3 @@ class RoundLog:
         state = ClusterState.NOT_CONVERGED if self.unsettled else ClusterState.CONVERGED
         reason = "; ".join(self.notes) if self.notes else quiet_reason
         return Plan.no_change(reason, state, total, maximum)
-
-
-RecordT = TypeVar("RecordT")
-ValueT = TypeVar("ValueT")
-
-
-def keep_frozen(
-    snapshot: Snapshot, previous: Mapping[str, ValueT], current: dict[str, ValueT]
-) -> dict[str, ValueT]:
-    """``current`` plus the previous entries of jobs frozen this round (stale reports): they
-    are not in the snapshot, but their timers must survive until they report again. Entries of
-    any other job missing from the snapshot (deregistered) are dropped."""
-    for job_id in snapshot.frozen_jobs:
-        if job_id in previous and job_id not in current:
-            current[job_id] = previous[job_id]
-    return current
-
-
-def dump_records(records: Mapping[str, Any]) -> JSONDict:
-    """Per-job timer records (frozen dataclasses) as plain JSON objects."""
-    return {job_id: dataclasses.asdict(record) for job_id, record in sorted(records.items())}
-
-
-def load_records(cls: type[RecordT], data: Any) -> dict[str, RecordT]:
-    """The inverse of :func:`dump_records`; unknown keys in a record are ignored."""
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ValueError(f"policy state: expected an object of per-job records, got {data!r}")
-    assert dataclasses.is_dataclass(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    records: dict[str, RecordT] = {}
-    for job_id, record in data.items():
-        if not isinstance(record, Mapping):
-            raise ValueError(f"policy state: record of job {job_id!r} is not an object")
-        records[str(job_id)] = cls(**{k: v for k, v in record.items() if k in known})
-    return records
-
-
-def optional_float(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def require(condition: bool, message: str) -> None:
-    """Reject a settings value with :class:`PolicySettingsError`."""
-    if not condition:
-        raise PolicySettingsError(message)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,12 +41,12 @@ from scheduler.core.admission import AdmissionRule
 from scheduler.core.bounds import executors_that_fit, upper_bound
 from scheduler.core.cluster import cluster_congested, room_for
 from scheduler.core.model import ActionKind, Change, ClusterState, JobView, Plan, Snapshot
-from scheduler.core.policies import henge_state
-from scheduler.core.policies.henge_model import JobModel, observe, usable
-from scheduler.core.policies.henge_settings import PRODUCT_DEFAULTS, HengeSettings
-from scheduler.core.policies.henge_sizing import Sizing, model_need, model_target, paper_target
-from scheduler.core.policies.henge_state import Configuration, HengeState, LastAction, Step
-from scheduler.core.policy import JSONDict, build_settings, register_policy
+from scheduler.core.policies.henge import state as henge_state
+from scheduler.core.policies.henge.model import JobModel, observe, usable
+from scheduler.core.policies.henge.settings import PRODUCT_DEFAULTS, HengeSettings
+from scheduler.core.policies.henge.sizing import Sizing, model_need, model_target, paper_target
+from scheduler.core.policies.henge.state import Configuration, HengeState, LastAction, Step
+from scheduler.core.policy import JSONDict, build_settings
 from scheduler.core.slo import meets_slo
 
 PAPER = "henge-paper"
@@ -577,14 +577,11 @@ def _best_index(history: list[Configuration]) -> int:
     return max(range(len(history)), key=lambda i: (history[i].fraction, i))
 
 
-def _factory(
-    name: str, defaults: Mapping[str, bool | float]
-) -> Callable[[Mapping[str, Any]], HengePolicy]:
-    def build(params: Mapping[str, Any]) -> HengePolicy:
-        return HengePolicy(name, build_settings(HengeSettings, {**defaults, **params}))
-
-    return build
+def paper_policy(params: Mapping[str, Any]) -> HengePolicy:
+    """``henge-paper``: the thesis's state machine, ``params`` overriding the paper's defaults."""
+    return HengePolicy(PAPER, build_settings(HengeSettings, params))
 
 
-register_policy(PAPER, _factory(PAPER, {}))
-register_policy(PRODUCT, _factory(PRODUCT, PRODUCT_DEFAULTS))
+def product_policy(params: Mapping[str, Any]) -> HengePolicy:
+    """``henge``: :data:`PRODUCT_DEFAULTS` switched on, then ``params`` over both."""
+    return HengePolicy(PRODUCT, build_settings(HengeSettings, {**PRODUCT_DEFAULTS, **params}))
