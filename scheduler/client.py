@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
-DEFAULT_URL = "http://127.0.0.1:8080"
+from scheduler.config import DEFAULT_CLIENT_URL, ClientSettings
 
 
 class ClientError(Exception):
@@ -23,18 +21,13 @@ class ClientConfig:
     token: str | None
 
 
-def config_path() -> Path:
-    explicit = os.environ.get("HENGE_CONFIG")
-    if explicit:
-        return Path(explicit)
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "henge" / "cli.yaml"
-
-
-def resolve_config(url: str | None, token: str | None) -> ClientConfig:
+def resolve_config(
+    url: str | None, token: str | None, settings: ClientSettings | None = None
+) -> ClientConfig:
     """Flags win over HENGE_URL / HENGE_TOKEN, which win over the config file."""
+    settings = settings or ClientSettings()
     stored: dict[str, Any] = {}
-    path = config_path()
+    path = settings.config_file()
     if path.exists():
         try:
             stored = yaml.safe_load(path.read_text()) or {}
@@ -43,8 +36,8 @@ def resolve_config(url: str | None, token: str | None) -> ClientConfig:
         if not isinstance(stored, dict):
             raise ClientError(f"the config file {path} must hold a mapping with url and token")
     return ClientConfig(
-        url=(url or os.environ.get("HENGE_URL") or stored.get("url") or DEFAULT_URL).rstrip("/"),
-        token=token or os.environ.get("HENGE_TOKEN") or stored.get("token"),
+        url=(url or settings.url or stored.get("url") or DEFAULT_CLIENT_URL).rstrip("/"),
+        token=token or settings.token_value() or stored.get("token"),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import structlog
 import uvicorn
@@ -21,13 +22,17 @@ from scheduler.core.decide import CoreSettings
 from scheduler.leader import Leadership
 from scheduler.prometheus import ServiceMetrics
 from scheduler.realize.port import Realizer
-from scheduler.realize.registry import make_realizer
+from scheduler.realize.registry import KUBE_REALIZERS, make_realizer
 from scheduler.registry import repository as repo
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.migrate import current_revision, head_revision
 from scheduler.registry.sql_round_store import SqlRoundStore
 from scheduler.round.loop import LoopSettings, SchedulerLoop
 from scheduler.web import mount_dashboard
+
+if TYPE_CHECKING:
+    from scheduler.kube.client import KubeApi
+    from scheduler.kube.settings import KubeSettings
 
 log = structlog.get_logger("henge.service")
 
@@ -48,7 +53,22 @@ def check_schema(engine: Engine) -> None:
         )
 
 
-def make_cluster_source(settings: Settings) -> ClusterSource:
+def kube_settings(settings: Settings) -> KubeSettings:
+    """What the kubernetes cluster view and the spark-operator realizer are configured with."""
+    from scheduler.kube.settings import KubeSettings
+
+    return KubeSettings(
+        namespaces=tuple(settings.managed_namespaces),
+        executor_selector=settings.kube_executor_selector,
+        job_label=settings.kube_job_label,
+        kubeconfig=settings.kubeconfig,
+        context=settings.kube_context,
+    )
+
+
+def make_cluster_source(settings: Settings, *, kube_api: KubeApi | None = None) -> ClusterSource:
+    """The cluster view ``settings.cluster_view`` names. The kubernetes view talks to
+    ``kube_api`` when given, else connects with the kubeconfig of the settings."""
     if settings.cluster_view == "static":
         return StaticCluster(
             settings.static_nodes,
@@ -58,15 +78,31 @@ def make_cluster_source(settings: Settings) -> ClusterSource:
     if settings.cluster_view == "spark-standalone":
         from scheduler.cluster.spark_standalone import SparkStandaloneCluster
 
-        return SparkStandaloneCluster.from_env()
+        if not settings.spark_master_ui_url:
+            raise ValueError(
+                "the spark-standalone cluster view needs HENGE_SPARK_MASTER_UI_URL (the "
+                "master's web UI, e.g. http://127.0.0.1:8080)"
+            )
+        return SparkStandaloneCluster(settings.spark_master_ui_url)
     if settings.cluster_view == "kubernetes":
         from scheduler.cluster.kubernetes import KubernetesCluster
+        from scheduler.kube.client import KubeApi
 
-        return KubernetesCluster.from_env()
+        kube = kube_settings(settings)
+        return KubernetesCluster(
+            kube_api or KubeApi.from_config(kube.kubeconfig, kube.context), kube
+        )
     raise ValueError(
         f"unknown cluster view {settings.cluster_view!r}; "
         "known: static, spark-standalone, kubernetes"
     )
+
+
+def realizer_for(settings: Settings, *, kube_api: KubeApi | None = None) -> Realizer:
+    """The realizer ``settings.realizer`` names; one acting through Kubernetes gets the
+    Kubernetes settings and talks to ``kube_api`` when given, else connects."""
+    kube = kube_settings(settings) if settings.realizer in KUBE_REALIZERS else None
+    return make_realizer(settings.realizer, kube, kube_api=kube_api)
 
 
 def core_settings(settings: Settings) -> CoreSettings:
@@ -150,7 +186,7 @@ def build_service(
     loop = SchedulerLoop(
         SqlRoundStore(make_session_factory(engine)),
         cluster,
-        realizer or make_realizer(settings.realizer),
+        realizer or realizer_for(settings),
         core_settings(settings),
         clock,
         settings=LoopSettings(

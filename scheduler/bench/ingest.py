@@ -27,6 +27,7 @@ import typer
 from rich.console import Console
 
 from scheduler.client import ClientError, describe_error
+from scheduler.config import ClientSettings
 
 GOAL_REPORTS_PER_S = 1000.0
 GOAL_P99_MS = 100.0
@@ -419,8 +420,6 @@ def ingest(
 ) -> None:
     """Agent report ingestion: sustained reports/s and p50/p99 latency on loopback (goal:
     1,000 reports/s with p99 under 100 ms)."""
-    import os
-
     from psycopg import OperationalError as PgError
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -451,7 +450,7 @@ def ingest(
             )
 
     if url is not None:
-        admin = token or os.environ.get("HENGE_TOKEN")
+        admin = token or ClientSettings().token_value()
         if not admin:
             raise ClientError("--url needs the server's admin token: --token or HENGE_TOKEN")
         result = measure(url, admin)

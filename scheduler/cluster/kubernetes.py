@@ -108,15 +108,10 @@ def build_view(
 @dataclass
 class KubernetesCluster:
     api: KubeApi
-    settings: KubeSettings = field(default_factory=KubeSettings)
+    settings: KubeSettings
     name: str = "kubernetes"
     _last: ClusterView | None = field(default=None, repr=False)
     _metrics_missing_logged: bool = field(default=False, repr=False)
-
-    @classmethod
-    def from_env(cls) -> KubernetesCluster:
-        settings = KubeSettings.from_env()
-        return cls(KubeApi.from_config(settings.kubeconfig, settings.context), settings)
 
     def executor_pods(self) -> list[dict[str, Any]]:
         pods: list[dict[str, Any]] = []

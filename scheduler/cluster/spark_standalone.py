@@ -9,7 +9,6 @@ does not answer, the last view is reused (with a warning) so a round can still r
 from __future__ import annotations
 
 import json
-import os
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,8 +20,6 @@ from scheduler.cluster.port import Holding
 from scheduler.core.model import ClusterView, NodeView
 
 log = structlog.get_logger("henge.cluster.spark_standalone")
-
-ENV_URL = "HENGE_SPARK_MASTER_UI_URL"
 
 
 class MasterUnreachableError(RuntimeError):
@@ -53,16 +50,6 @@ class SparkStandaloneCluster:
     timeout_s: float = 5.0
     name: str = "spark-standalone"
     _last: ClusterView | None = field(default=None, repr=False)
-
-    @classmethod
-    def from_env(cls) -> SparkStandaloneCluster:
-        url = os.environ.get(ENV_URL)
-        if not url:
-            raise ValueError(
-                f"the spark-standalone cluster view needs {ENV_URL} (the master's web UI, "
-                "e.g. http://127.0.0.1:8080)"
-            )
-        return cls(url)
 
     def status(self) -> dict[str, Any]:
         url = f"{self.master_ui_url.rstrip('/')}/json/"

@@ -35,10 +35,19 @@ class KubeError(RuntimeError):
         self.status = status
 
 
+def in_cluster() -> bool:
+    """Whether this process runs in a Kubernetes pod, by the official client's own convention:
+    the kubelet sets ``KUBERNETES_SERVICE_HOST`` in every container, and the client's in-cluster
+    loader (``load_incluster_config``) reads the API server's address from it and the service
+    account's credentials from the pod's files. This is the environment of the pod, not a Henge
+    setting (those are in :mod:`scheduler.config`)."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> k8s.ApiClient:
-    """In-cluster credentials when running in a pod, else ``kubeconfig`` / ``$KUBECONFIG`` /
-    ``~/.kube/config``."""
-    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+    """In-cluster credentials when running in a pod (:func:`in_cluster`) and no ``kubeconfig``
+    is given, else ``kubeconfig`` / ``$KUBECONFIG`` / ``~/.kube/config``."""
+    if kubeconfig is None and in_cluster():
         k8s_config.load_incluster_config()
         return k8s.ApiClient()
     configuration = k8s.Configuration()

@@ -17,7 +17,7 @@ action), so operator-run and agent-run jobs can share one scheduler.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import structlog
 
@@ -35,13 +35,8 @@ def instances_patch(executors: int) -> dict[str, object]:
 @dataclass
 class SparkOperatorRealizer:
     api: KubeApi
-    settings: KubeSettings = field(default_factory=KubeSettings)
+    settings: KubeSettings
     name: str = "spark-operator"
-
-    @classmethod
-    def from_env(cls) -> SparkOperatorRealizer:
-        settings = KubeSettings.from_env()
-        return cls(KubeApi.from_config(settings.kubeconfig, settings.context), settings)
 
     def find(self, job_id: str) -> list[tuple[str, str, dict[str, object]]]:
         """(namespace, name, object) of the SparkApplications labelled with ``job_id``."""

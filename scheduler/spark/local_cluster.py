@@ -26,7 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -57,10 +57,23 @@ def spark_home() -> Path:
     return home
 
 
-def java_available() -> str | None:
-    """Why Java cannot run, or None when it can (``java`` on PATH or under JAVA_HOME)."""
-    java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+def inherited_environment() -> dict[str, str]:
+    """The environment the Spark daemons start from: this process's, handed through to them
+    (Spark's launch scripts read ``JAVA_HOME``, ``PATH`` and ``SPARK_*`` there)."""
+    return dict(os.environ)
+
+
+def java_available(env: Mapping[str, str] | None = None) -> str | None:
+    """Why Java cannot run, or None when it can: the ``java`` Spark's launch scripts pick in the
+    daemons' environment ``env`` (default :func:`inherited_environment`), ``$JAVA_HOME/bin/java``
+    or else ``java`` on its ``PATH``."""
+    env = inherited_environment() if env is None else env
+    java_home = env.get("JAVA_HOME")
+    java = (
+        str(Path(java_home) / "bin" / "java")
+        if java_home
+        else shutil.which("java", path=env.get("PATH"))
+    )
     if not java or not Path(java).exists():
         return "no Java runtime found (install Java 17 or 21, or set JAVA_HOME)"
     try:
@@ -145,7 +158,7 @@ class LocalCluster:
         assert self.base_dir is not None
         base = Path(self.base_dir)
         env = {
-            **os.environ,
+            **inherited_environment(),
             "SPARK_HOME": str(spark_home()),
             "SPARK_LOCAL_IP": self.host,
             "SPARK_MASTER_HOST": self.host,
@@ -153,10 +166,10 @@ class LocalCluster:
             "SPARK_LOG_DIR": str(self.log_dir),
             "SPARK_WORKER_DIR": str(base / "work"),
             "SPARK_DAEMON_JAVA_OPTS": f"-D{MARKER_PROPERTY}={base}",
-            # Executors start Python workers with the driver's PYSPARK_PYTHON; this is the
-            # fallback for drivers that do not set it.
-            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
         }
+        # Executors start Python workers with the driver's PYSPARK_PYTHON; this is the fallback
+        # for drivers that do not set it (an inherited PYSPARK_PYTHON is handed through).
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.pop("SPARK_MASTER_OPTS", None)
         env.pop("SPARK_WORKER_OPTS", None)
         return env
@@ -178,7 +191,7 @@ class LocalCluster:
         return daemon
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> LocalCluster:
-        problem = java_available()
+        problem = java_available(inherited_environment())
         if problem:
             raise LocalClusterError(problem)
         spark_home()

@@ -274,18 +274,6 @@ def test_configmap_settings(minimal: list[dict[str, Any]], full: list[dict[str, 
     assert json.loads(data["HENGE_MANAGED_NAMESPACES"]) == ["spark-a", "spark-b"]
 
 
-def test_settings_the_configmap_sets_are_read_by_the_service(
-    minimal: list[dict[str, Any]],
-) -> None:
-    """Every HENGE_* key of the ConfigMap is a field of scheduler.config.Settings, except
-    HENGE_MANAGED_NAMESPACES (for the kubernetes cluster view and the spark-operator realizer)."""
-    from scheduler.config import Settings
-
-    fields = {f"HENGE_{name.upper()}" for name in Settings.model_fields}
-    unknown = set(one(minimal, "ConfigMap")["data"]) - fields
-    assert unknown <= {"HENGE_MANAGED_NAMESPACES"}, unknown
-
-
 def test_image(minimal: list[dict[str, Any]], full: list[dict[str, Any]]) -> None:
     assert container(one(minimal, "Deployment"))["image"] == "henge:0.1.0"
     for workload in workload_objects(full):

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from scheduler.cluster.kubernetes import KubernetesCluster
+from scheduler.config import load_settings
 from scheduler.kube.client import KubeApi, KubeError
-from scheduler.kube.settings import KubeSettings
+from scheduler.service import kube_settings
 
 KUBECONFIG = os.environ.get("KUBECONFIG", "")
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 
 def test_the_cluster_view_of_a_real_cluster() -> None:
     api = KubeApi.from_config()
-    settings = KubeSettings.from_env()
+    settings = kube_settings(load_settings())
     view = KubernetesCluster(api, settings).view([])
     assert view.nodes, "a cluster has at least one node"
     assert all(n.cores > 0 and n.memory_mb > 0 for n in view.nodes)
