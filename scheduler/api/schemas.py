@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from scheduler.core.slo import LatencyStat, Shape
+from scheduler.round.store import ActionRecord, RoundRecord
 
 Name = Annotated[
     str,
@@ -236,14 +238,6 @@ class JobHistory(BaseModel):
     points: list[HistoryPoint]
 
 
-class ActionOut(BaseModel):
-    kind: str
-    job_id: str
-    from_executors: int
-    to_executors: int
-    reason: str
-
-
 class JobActionOut(BaseModel):
     """One action on a job, for its page (``/v1/rounds`` is the admin's)."""
 
@@ -255,18 +249,11 @@ class JobActionOut(BaseModel):
     reason: str
 
 
-class RoundOut(BaseModel):
-    number: int
-    started_at: datetime
-    finished_at: datetime
-    policy: str
-    state: str
-    action: str
-    job_id: str | None
-    reason: str
-    total_utility: float
-    max_utility: float
-    actions: list[ActionOut]
+@dataclass(frozen=True)
+class RoundOut(RoundRecord):
+    """One round as ``/v1/rounds`` lists it: the stored round with its actions."""
+
+    actions: tuple[ActionRecord, ...] = ()
 
 
 class ClusterOut(BaseModel):

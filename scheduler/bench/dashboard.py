@@ -12,7 +12,6 @@ first drawn (Chart.js's first render, from ``window.__hengeCharts``).
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -115,9 +114,8 @@ def run_dashboard_bench(
     windows_per_job: int = 360,
     runs: int = 5,
     pg_server: str = DEFAULT_PG_SERVER,
-    out: Path | None = None,
 ) -> dict[str, Any]:
-    """Seed, serve, open every page ``runs`` times; print and return the timings."""
+    """Seed, serve, open every page ``runs`` times; return the timings."""
     if not CHROMIUM.exists():
         raise RuntimeError(f"no Chromium at {CHROMIUM}: run scripts/ensure-chromium.sh")
     from playwright.sync_api import sync_playwright
@@ -171,23 +169,21 @@ def run_dashboard_bench(
         "pages": [asdict(t) for t in timings],
         "api_ms": api,
     }
-    _print(result)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2))
     return result
 
 
-def _print(result: dict[str, Any]) -> None:
-    print(
-        f"\nDashboard, {result['rounds']} rounds, {result['jobs']} jobs: median of "
-        f"{result['runs']} page loads (browser timing, ms)"
-    )
-    print(f"{'page':<10} {'load':>7} {'data shown':>11} {'(max)':>7} {'charts':>7}  drawn")
+def summary_lines(result: dict[str, Any]) -> list[str]:
+    """The timings for people: a header, one line per page, the API calls."""
+    lines = [
+        f"Dashboard, {result['rounds']} rounds, {result['jobs']} jobs: median of "
+        f"{result['runs']} page loads (browser timing, ms)",
+        f"{'page':<10} {'load':>7} {'data shown':>11} {'(max)':>7} {'charts':>7}  drawn",
+    ]
     for p in result["pages"]:
         charts = "-" if p["charts_ms"] is None else f"{p['charts_ms']:.0f}"
-        print(
+        lines.append(
             f"{p['page']:<10} {p['load_ms']:>7.0f} {p['ready_ms']:>11.0f} "
             f"{p['ready_max_ms']:>7.0f} {charts:>7}  {p['charts']} charts, {p['points']} points"
         )
-    print("API (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in result["api_ms"].items()))
+    lines.append("API (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in result["api_ms"].items()))
+    return lines

@@ -15,18 +15,16 @@ import random
 import secrets
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import httpx
-import typer
-from rich.console import Console
+from rich.markup import escape
 
-from scheduler.client import ClientError, describe_error
+from scheduler.api_client import ClientError, describe_error
 from scheduler.config import ClientSettings
 
 GOAL_REPORTS_PER_S = 1000.0
@@ -388,106 +386,58 @@ def _own_server(database_url: str | None) -> Iterator[tuple[str, str]]:
         raise ClientError(f"could not start a server for the benchmark: {detail}") from exc
 
 
-def ingest(
-    url: Annotated[
-        str | None,
-        typer.Option(
-            "--url",
-            help="API of a running `henge serve` (needs its admin token). Without it, the "
-            "benchmark starts its own server on loopback.",
-        ),
-    ] = None,
-    token: Annotated[
-        str | None,
-        typer.Option(
-            "--token", help="Admin token for --url \\[env HENGE_TOKEN].", show_default=False
-        ),
-    ] = None,
-    database_url: Annotated[
-        str | None,
-        typer.Option(
-            help="Registry of the server the benchmark starts (migrated first). Default: a new "
-            "Postgres database on 127.0.0.1:5432, dropped afterwards.",
-        ),
-    ] = None,
-    agents: Annotated[int, typer.Option(min=1, help="Concurrent simulated agents (jobs).")] = 32,
-    seconds: Annotated[float, typer.Option(min=0.1, help="Measured duration.")] = 20.0,
-    warmup: Annotated[float, typer.Option(min=0, help="Seconds before measuring.")] = 2.0,
-    seed: Annotated[int, typer.Option(help="Seed of the simulated metrics.")] = 1,
-    json_file: Annotated[
-        Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
-    ] = None,
-) -> None:
-    """Agent report ingestion: sustained reports/s and p50/p99 latency on loopback (goal:
-    1,000 reports/s with p99 under 100 ms)."""
+def measure_ingest(
+    url: str | None,
+    token: str | None,
+    database_url: str | None,
+    agents: int,
+    seconds: float,
+    *,
+    warmup_s: float = 2.0,
+    seed: int = 1,
+    on_tick: Callable[[float, int], None] | None = None,
+) -> IngestResult:
+    """The benchmark against ``url`` (a running server, with its admin ``token`` or
+    ``HENGE_TOKEN``), or against a server it starts on ``database_url`` (default: a new
+    Postgres database on 127.0.0.1:5432, dropped afterwards)."""
     from psycopg import OperationalError as PgError
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    out = Console()
-    total = warmup + seconds
-
-    def measure(api_url: str, admin: str) -> IngestResult:
-        with Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        ) as progress:
-            task = progress.add_task(f"{agents} agents posting to {api_url}", total=total)
-            return run_ingest(
-                api_url,
-                admin,
-                agents,
-                seconds,
-                warmup_s=warmup,
-                seed=seed,
-                on_tick=lambda elapsed, posted: progress.update(
-                    task,
-                    completed=min(elapsed, total),
-                    description=f"{agents} agents posting to {api_url}: {posted:,} reports",
-                ),
-            )
 
     if url is not None:
         admin = token or ClientSettings().token_value()
         if not admin:
             raise ClientError("--url needs the server's admin token: --token or HENGE_TOKEN")
-        result = measure(url, admin)
+        result = run_ingest(url, admin, agents, seconds, warmup_s=warmup_s, seed=seed,
+                            on_tick=on_tick)  # fmt: skip
         result.server = {"url": url, "started_by_bench": False}
-    else:
-        try:
-            with _own_server(database_url) as (api_url, admin):
-                result = measure(api_url, admin)
-        except PgError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ClientError(f"cannot create the benchmark database: {first}") from exc
-        result.server = {
-            "started_by_bench": True,
-            "database": "given" if database_url else "temporary postgres",
-        }
+        return result
+    try:
+        with _own_server(database_url) as (api_url, admin):
+            result = run_ingest(api_url, admin, agents, seconds, warmup_s=warmup_s, seed=seed,
+                                on_tick=on_tick)  # fmt: skip
+    except PgError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ClientError(f"cannot create the benchmark database: {first}") from exc
+    result.server = {
+        "started_by_bench": True,
+        "database": "given" if database_url else "temporary postgres",
+    }
+    return result
 
-    out.print(
+
+def summary_lines(result: IngestResult) -> list[str]:
+    """The figures for people (Rich markup), the goal's verdict last."""
+    lines = [
         f"ingest: {result.agents} agents, {result.seconds:.1f} s measured: "
         f"[bold]{result.reports_per_s:,.0f} reports/s[/], "
         f"p50 {result.p50_ms:.1f} ms, p90 {result.p90_ms:.1f} ms, "
         f"p99 {result.p99_ms:.1f} ms, max {result.max_ms:.1f} ms; "
-        f"{result.reports} reports, {result.errors} errors",
-        highlight=False,
-        soft_wrap=True,
-    )
+        f"{result.reports} reports, {result.errors} errors"
+    ]
     if result.error_samples:
-        out.print(
-            f"first errors: {result.error_samples}", highlight=False, markup=False, soft_wrap=True
-        )
+        lines.append(f"first errors: {escape(str(result.error_samples))}")
     verdict = "[green]met[/]" if result.goal_met else "[red]missed[/]"
-    out.print(
+    lines.append(
         f"goal (>= {GOAL_REPORTS_PER_S:,.0f} reports/s, p99 < {GOAL_P99_MS:.0f} ms, no errors): "
-        f"{verdict}; the load generator used {result.client_cpu_fraction:.0%} of a core",
-        highlight=False,
-        soft_wrap=True,
+        f"{verdict}; the load generator used {result.client_cpu_fraction:.0%} of a core"
     )
-    if json_file is not None:
-        json_file.parent.mkdir(parents=True, exist_ok=True)
-        json_file.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-        out.print(f"figures written to {json_file}", highlight=False, soft_wrap=True)
+    return lines

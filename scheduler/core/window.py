@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import TypedDict
 
 from scheduler.core.capacity import capacity
 from scheduler.core.juice import (
@@ -39,6 +40,26 @@ BEHIND_EPSILON = 0.01
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
+
+
+class _Judged(TypedDict):
+    utility: float
+    juice: float | None
+    juice_raw: float | None
+    latency_ms: float | None
+
+
+def _judged(
+    slo: SLO, priority: float, juice: tuple[float, float] | None, latency: float | None
+) -> _Judged:
+    """Utility with the juice (raw, clamped) and latency it is judged on."""
+    juice_value = juice[1] if juice is not None else None
+    return {
+        "utility": utility(slo, priority, juice_value, latency),
+        "juice": juice_value,
+        "juice_raw": juice[0] if juice is not None else None,
+        "latency_ms": latency,
+    }
 
 
 def _backlogs(report: Report | None) -> dict[str, float]:
@@ -135,12 +156,8 @@ def assess_report(
         previous_start=_last_batch_start(previous),
         arrival_rate=input_rate,
     )
-    juice_value = juice[1] if juice is not None else None
     return WindowValues(
-        utility=utility(slo, priority, juice_value, latency),
-        juice=juice_value,
-        juice_raw=juice[0] if juice is not None else None,
-        latency_ms=latency,
+        **_judged(slo, priority, juice, latency),
         capacity=capacity(report.busy_core_ms, report.duration_ms, report.total_cores),
         input_rate=input_rate,
         processed_rate=_rate(processed, seconds),
@@ -252,12 +269,8 @@ def window_metrics(
     batches = [b for r in inside for b in r.batches]
     mean_batch_s = sum(b.duration_s for b in batches) / len(batches) if batches else None
 
-    juice_value = juice[1] if juice is not None else None
     return JobMetrics(
-        utility=utility(slo, priority, juice_value, latency),
-        juice=juice_value,
-        juice_raw=juice[0] if juice is not None else None,
-        latency_ms=latency,
+        **_judged(slo, priority, juice, latency),
         capacity=window_capacity,
         input_rate=input_rate,
         processed_rate=processed_rate,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, delete, func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -217,27 +218,31 @@ def retention_cutoff(now: datetime, days: float) -> datetime:
 
 def list_rounds(
     session: Session, since: datetime | None, until: datetime | None, limit: int
-) -> list[tuple[Row[Any], list[Row[Any]]]]:
-    """Rounds newest first, each with its actions (plain rows: thousands are read at once)."""
+) -> list[tuple[RoundRecord, list[ActionRecord]]]:
+    """Rounds newest first, each with its actions (read as plain rows: thousands at once)."""
     rounds_t, actions_t = Round.__table__, Action.__table__
-    query = select(rounds_t)
+    query = select(*(rounds_t.c[name] for name in _ROUND_FIELDS), rounds_t.c.id)
     if since is not None:
         query = query.where(rounds_t.c.started_at >= since)
     if until is not None:
         query = query.where(rounds_t.c.started_at <= until)
     rounds = session.execute(query.order_by(rounds_t.c.number.desc()).limit(limit)).all()
-    by_round: dict[int, list[Row[Any]]] = {r.id: [] for r in rounds}
+    by_round: dict[int, list[ActionRecord]] = {r.id: [] for r in rounds}
     if rounds:
         # The same rounds by their number range, not by a list of thousands of ids.
         for action in session.execute(
-            select(actions_t)
+            select(actions_t.c.round_id, *(actions_t.c[name] for name in _ACTION_FIELDS))
             .join(rounds_t, rounds_t.c.id == actions_t.c.round_id)
             .where(rounds_t.c.number.between(rounds[-1].number, rounds[0].number))
             .order_by(actions_t.c.id)
         ):
             if action.round_id in by_round:
-                by_round[action.round_id].append(action)
-    return [(r, by_round[r.id]) for r in rounds]
+                by_round[action.round_id].append(ActionRecord(*action[1:]))
+    return [(RoundRecord(*r[:-1]), by_round[r.id]) for r in rounds]
+
+
+_ROUND_FIELDS = tuple(f.name for f in dataclasses.fields(RoundRecord))
+_ACTION_FIELDS = tuple(f.name for f in dataclasses.fields(ActionRecord))
 
 
 def job_actions(

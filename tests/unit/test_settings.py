@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from scheduler.client import ClientConfig, resolve_config
+from scheduler.api_client import ClientConfig, resolve_config
 from scheduler.config import ClientSettings, Settings
 
 

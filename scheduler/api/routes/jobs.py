@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Request, Response, status
 from sqlalchemy.orm import Session
 
 from scheduler.api import auth
@@ -23,7 +23,7 @@ from scheduler.api.schemas import (
     JobPatch,
     SLOIn,
 )
-from scheduler.api.timeparams import as_utc
+from scheduler.api.timeparams import ACTIONS, WINDOWS, TimeRange
 from scheduler.core.slo import SLOError, slo_from_mapping, validate_slo
 from scheduler.registry import repository as repo
 from scheduler.registry.tables import Job, MetricWindow
@@ -181,14 +181,13 @@ def remove_job(
 @router.get("/{job_id}/history", response_model=JobHistory)
 def job_history(
     job_id: str,
-    since: datetime | None = Query(None, description="Windows ending after this time."),
-    until: datetime | None = Query(None, description="Windows ending at or before this time."),
-    limit: int = Query(1000, ge=1, le=10_000, description="At most this many (the newest)."),
+    span: TimeRange = Depends(WINDOWS),
     session: Session = Depends(get_session),
     who: auth.Principal = Depends(auth.require_reader),
 ) -> JobHistory:
+    """The job's metric windows in the range, oldest first (the newest ``limit`` of them)."""
     job = _visible(session, job_id, who)
-    rows = repo.history(session, job.id, as_utc(since), as_utc(until), limit)
+    rows = repo.history(session, job.id, span.since, span.until, span.limit)
     return JobHistory(
         job_id=job.id,
         points=[HistoryPoint.model_validate(row, from_attributes=True) for row in rows],
@@ -198,16 +197,14 @@ def job_history(
 @router.get("/{job_id}/actions", response_model=list[JobActionOut])
 def job_actions(
     job_id: str,
-    since: datetime | None = Query(None, description="Rounds started at or after this time."),
-    until: datetime | None = Query(None, description="Rounds started at or before this time."),
-    limit: int = Query(1000, ge=1, le=10_000, description="At most this many, newest first."),
+    span: TimeRange = Depends(ACTIONS),
     session: Session = Depends(get_session),
     who: auth.Principal = Depends(auth.require_reader),
 ) -> list[JobActionOut]:
     """The actions the scheduler took on one job: its tenant's job page marks them, under the
     same rule as the job itself (its tenant or the admin; anyone else gets 404)."""
     job = _visible(session, job_id, who)
-    rows = repo.job_actions(session, job.id, as_utc(since), as_utc(until), limit)
+    rows = repo.job_actions(session, job.id, span.since, span.until, span.limit)
     return [
         JobActionOut(
             round=number,

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from sqlalchemy.orm import Session
 
 from scheduler.api import auth
 from scheduler.api.deps import get_session
 from scheduler.api.schemas import ClusterOut, RoundOut
-from scheduler.api.timeparams import as_utc
+from scheduler.api.timeparams import ROUNDS, TimeRange
 from scheduler.cluster.port import Holding
 from scheduler.registry import repository as repo
 
@@ -19,15 +17,13 @@ router = APIRouter(prefix="/v1", tags=["scheduler"])
 
 @router.get("/rounds", response_model=list[RoundOut])
 def list_rounds(
-    since: datetime | None = Query(None, description="Rounds started at or after this time."),
-    until: datetime | None = Query(None, description="Rounds started at or before this time."),
-    limit: int = Query(100, ge=1, le=10_000, description="At most this many, newest first."),
+    span: TimeRange = Depends(ROUNDS),
     session: Session = Depends(get_session),
     _: auth.Principal = Depends(auth.require_admin),
 ) -> list[RoundOut]:
     return [
-        RoundOut.model_validate({**row._mapping, "actions": [a._mapping for a in actions]})
-        for row, actions in repo.list_rounds(session, as_utc(since), as_utc(until), limit)
+        RoundOut(**vars(record), actions=tuple(actions))
+        for record, actions in repo.list_rounds(session, span.since, span.until, span.limit)
     ]
 
 
