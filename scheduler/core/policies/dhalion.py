@@ -14,12 +14,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
-from scheduler.core.model import JobView, Plan, Snapshot
-from scheduler.core.policies.base import BaselinePolicy, require
-from scheduler.core.policies.rounds import EPSILON, FreeCores, RoundLog, ceil_int, jobs_in_order
-from scheduler.core.policies.timers import elapsed, epoch_s, keep_frozen, per_job
+from scheduler.core.model import JobView
+from scheduler.core.policies.base import PerJobBaseline, Turn, require
+from scheduler.core.policies.rounds import EPSILON, ceil_int
+from scheduler.core.policies.timers import elapsed, per_job
 
 
 @dataclass(frozen=True)
@@ -43,12 +42,13 @@ class DhalionState:
     """Per job id: when the policy last changed the job (epoch seconds)."""
 
 
-class DhalionPolicy(BaselinePolicy[DhalionSettings, DhalionState]):
+class DhalionPolicy(PerJobBaseline[DhalionSettings, DhalionState, float]):
     """Dhalion's backpressure scale-up, one job at a time, free cores first come, first served."""
 
     name = "dhalion"
     settings_type = DhalionSettings
     state_type = DhalionState
+    quiet_reason = "no job behind"
 
     def scale_factor(self, behind_fraction: float) -> float:
         """``1 / (1 - f)``, capped at ``max_scale_factor`` (and there when ``f`` reaches 1)."""
@@ -63,54 +63,45 @@ class DhalionPolicy(BaselinePolicy[DhalionSettings, DhalionState]):
         cap = math.floor(job.executors * self.settings.max_scale_factor + EPSILON)
         return max(job.executors + 1, min(ceil_int(job.executors * factor), cap))
 
-    def decide(
-        self, snapshot: Snapshot, state: DhalionState, now: datetime
-    ) -> tuple[Plan, DhalionState]:
+    def timers(self, state: DhalionState) -> Mapping[str, float]:
+        return state.last_action
+
+    def next_state(self, timers: dict[str, float], turn: Turn) -> DhalionState:
+        return DhalionState(timers)
+
+    def decide_job(self, job: JobView, previous: float | None, turn: Turn) -> float | None:
+        """The job's last action stays its timer unless the job is scaled up now."""
         settings = self.settings
-        now_s = epoch_s(now)
-        free = FreeCores(snapshot.cluster.free_cores)
-        log = RoundLog()
-        actions: dict[str, float] = {}
-        for job in jobs_in_order(snapshot):
-            last = state.last_action.get(job.job_id)
-            if last is not None:
-                actions[job.job_id] = last
-            metrics = job.metrics
-            if metrics is None or metrics.juice is None:
-                log.note(job, "no juice measured yet", unsettled=False)
-                continue
-            if metrics.juice >= settings.behind_juice:
-                continue
-            since = elapsed(now_s, last)
-            if since < settings.cooldown_s:
-                log.note(
-                    job,
-                    f"behind (juice {metrics.juice:.3f}); cooling down "
-                    f"{settings.cooldown_s - since:.0f} s more",
-                    unsettled=True,
-                )
-                continue
-            f = (
-                metrics.behind_fraction
-                if metrics.behind_fraction is not None
-                else 1 - metrics.juice
+        metrics = job.metrics
+        if metrics is None or metrics.juice is None:
+            turn.log.note(job, "no juice measured yet", unsettled=False)
+            return previous
+        if metrics.juice >= settings.behind_juice:
+            return previous
+        since = elapsed(turn.now_s, previous)
+        if since < settings.cooldown_s:
+            turn.log.note(
+                job,
+                f"behind (juice {metrics.juice:.3f}); cooling down "
+                f"{settings.cooldown_s - since:.0f} s more",
+                unsettled=True,
             )
-            wanted = self.wanted_executors(job, f)
-            target = free.grant(job, wanted)
-            if target > job.executors:
-                log.change(
-                    job,
-                    target,
-                    f"behind {f:.0%} of the window (juice {metrics.juice:.3f}): "
-                    f"×{self.scale_factor(f):.2f}",
-                )
-                actions[job.job_id] = now_s
-            else:
-                log.note(
-                    job,
-                    f"behind (juice {metrics.juice:.3f}) but no executor can be added "
-                    "(at its bound or no free cores)",
-                    unsettled=True,
-                )
-        actions = keep_frozen(snapshot, state.last_action, actions)
-        return log.plan(snapshot, "no job behind"), DhalionState(actions)
+            return previous
+        f = metrics.behind_fraction if metrics.behind_fraction is not None else 1 - metrics.juice
+        wanted = self.wanted_executors(job, f)
+        target = turn.free.grant(job, wanted)
+        if target <= job.executors:
+            turn.log.note(
+                job,
+                f"behind (juice {metrics.juice:.3f}) but no executor can be added "
+                "(at its bound or no free cores)",
+                unsettled=True,
+            )
+            return previous
+        turn.log.change(
+            job,
+            target,
+            f"behind {f:.0%} of the window (juice {metrics.juice:.3f}): "
+            f"×{self.scale_factor(f):.2f}",
+        )
+        return turn.now_s

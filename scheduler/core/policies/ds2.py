@@ -20,13 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
 from scheduler.core.bounds import upper_bound
-from scheduler.core.model import JobView, Plan, Snapshot
-from scheduler.core.policies.base import BaselinePolicy, require
-from scheduler.core.policies.rounds import FreeCores, RoundLog, ceil_int, jobs_in_order
-from scheduler.core.policies.timers import elapsed, epoch_s, keep_frozen, per_job
+from scheduler.core.model import JobView
+from scheduler.core.policies.base import PerJobBaseline, Turn, require
+from scheduler.core.policies.rounds import ceil_int
+from scheduler.core.policies.timers import elapsed, per_job
 
 
 @dataclass(frozen=True)
@@ -65,12 +64,13 @@ class DS2State:
     jobs: Mapping[str, DS2Timers] = per_job(DS2Timers)
 
 
-class DS2Policy(BaselinePolicy[DS2Settings, DS2State]):
+class DS2Policy(PerJobBaseline[DS2Settings, DS2State, DS2Timers]):
     """DS2 sizing, one job at a time, free cores first come, first served."""
 
     name = "ds2"
     settings_type = DS2Settings
     state_type = DS2State
+    quiet_reason = "every job at its DS2 parallelism"
 
     def wanted_executors(self, job: JobView) -> int | None:
         """The rule's parallelism for ``job`` (scale-down limit applied), or ``None`` without
@@ -97,54 +97,54 @@ class DS2Policy(BaselinePolicy[DS2Settings, DS2State]):
             return upper_bound(job)
         return max(0, ceil_int(job.executors * factor))
 
-    def decide(self, snapshot: Snapshot, state: DS2State, now: datetime) -> tuple[Plan, DS2State]:
+    def timers(self, state: DS2State) -> Mapping[str, DS2Timers]:
+        return state.jobs
+
+    def next_state(self, timers: dict[str, DS2Timers], turn: Turn) -> DS2State:
+        return DS2State(timers)
+
+    def decide_job(self, job: JobView, previous: DS2Timers | None, turn: Turn) -> DS2Timers:
         settings = self.settings
-        now_s = epoch_s(now)
-        free = FreeCores(snapshot.cluster.free_cores)
-        log = RoundLog()
-        timers: dict[str, DS2Timers] = {}
-        for job in jobs_in_order(snapshot):
-            previous = state.jobs.get(job.job_id, DS2Timers())
-            timers[job.job_id] = previous
-            since_rescale = elapsed(now_s, previous.last_rescale)
-            if since_rescale < settings.stabilization_s:
-                log.note(
+        free = turn.free
+        history = DS2Timers() if previous is None else previous
+        since_rescale = elapsed(turn.now_s, history.last_rescale)
+        if since_rescale < settings.stabilization_s:
+            turn.log.note(
+                job,
+                f"stabilizing {settings.stabilization_s - since_rescale:.0f} s more",
+                unsettled=True,
+            )
+            return history
+        wanted = self.wanted_executors(job)
+        if wanted is None:
+            turn.log.note(job, "no rates or busy time to size from yet", unsettled=False)
+            return history
+        if wanted > job.executors:
+            bounded = min(wanted, upper_bound(job))
+            if bounded <= job.executors:
+                return history
+            if not free.fits(job, bounded - job.executors):
+                turn.log.note(
                     job,
-                    f"stabilizing {settings.stabilization_s - since_rescale:.0f} s more",
+                    f"scale-up to {bounded} skipped: does not fit in {free.cores:g} free cores",
                     unsettled=True,
                 )
-                continue
-            wanted = self.wanted_executors(job)
-            if wanted is None:
-                log.note(job, "no rates or busy time to size from yet", unsettled=False)
-                continue
-            if wanted > job.executors:
-                bounded = min(wanted, upper_bound(job))
-                if bounded <= job.executors:
-                    continue
-                if not free.fits(job, bounded - job.executors):
-                    log.note(
-                        job,
-                        f"scale-up to {bounded} skipped: does not fit in {free.cores:g} free cores",
-                        unsettled=True,
-                    )
-                    continue
-                target = free.grant(job, bounded)
-                log.change(job, target, f"DS2 parallelism {wanted}")
-                timers[job.job_id] = DS2Timers(now_s, previous.last_scale_down)
-            elif wanted < job.executors:
-                since_down = elapsed(now_s, previous.last_scale_down)
-                if since_down < settings.scale_down_interval_s:
-                    log.note(
-                        job,
-                        f"scale-down to {wanted} waits "
-                        f"{settings.scale_down_interval_s - since_down:.0f} s (one per interval)",
-                        unsettled=True,
-                    )
-                    continue
-                target = free.grant(job, wanted)
-                if target < job.executors:
-                    log.change(job, target, f"DS2 parallelism {wanted}")
-                    timers[job.job_id] = DS2Timers(now_s, now_s)
-        timers = keep_frozen(snapshot, state.jobs, timers)
-        return log.plan(snapshot, "every job at its DS2 parallelism"), DS2State(timers)
+                return history
+            target = free.grant(job, bounded)
+            turn.log.change(job, target, f"DS2 parallelism {wanted}")
+            return DS2Timers(turn.now_s, history.last_scale_down)
+        if wanted < job.executors:
+            since_down = elapsed(turn.now_s, history.last_scale_down)
+            if since_down < settings.scale_down_interval_s:
+                turn.log.note(
+                    job,
+                    f"scale-down to {wanted} waits "
+                    f"{settings.scale_down_interval_s - since_down:.0f} s (one per interval)",
+                    unsettled=True,
+                )
+                return history
+            target = free.grant(job, wanted)
+            if target < job.executors:
+                turn.log.change(job, target, f"DS2 parallelism {wanted}")
+                return DS2Timers(turn.now_s, turn.now_s)
+        return history

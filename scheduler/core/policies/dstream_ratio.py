@@ -18,12 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
-from scheduler.core.model import JobView, Plan, Snapshot
-from scheduler.core.policies.base import BaselinePolicy, require
-from scheduler.core.policies.rounds import FreeCores, RoundLog, jobs_in_order
-from scheduler.core.policies.timers import elapsed, epoch_s, keep_frozen, per_job
+from scheduler.core.model import JobView
+from scheduler.core.policies.base import PerJobBaseline, Turn, require
+from scheduler.core.policies.timers import elapsed, per_job
 
 
 @dataclass(frozen=True)
@@ -66,65 +64,58 @@ def round_half_up(value: float) -> int:
     return math.floor(value + 0.5)
 
 
-class DStreamRatioPolicy(BaselinePolicy[DStreamRatioSettings, DStreamRatioState]):
+class DStreamRatioPolicy(PerJobBaseline[DStreamRatioSettings, DStreamRatioState, float]):
     """Batch-time-ratio allocation, one job at a time, free cores first come, first served."""
 
     name = "dstream-ratio"
     settings_type = DStreamRatioSettings
     state_type = DStreamRatioState
+    quiet_reason = "every batch ratio inside the band"
 
-    def decide(
-        self, snapshot: Snapshot, state: DStreamRatioState, now: datetime
-    ) -> tuple[Plan, DStreamRatioState]:
+    def timers(self, state: DStreamRatioState) -> Mapping[str, float]:
+        return state.last_check
+
+    def next_state(self, timers: dict[str, float], turn: Turn) -> DStreamRatioState:
+        return DStreamRatioState(timers)
+
+    def decide_job(self, job: JobView, previous: float | None, turn: Turn) -> float | None:
+        """The job's last check stays its timer until the job is checked again."""
         settings = self.settings
-        now_s = epoch_s(now)
-        free = FreeCores(snapshot.cluster.free_cores)
-        log = RoundLog()
-        checks: dict[str, float] = {}
-        for job in jobs_in_order(snapshot):
-            last = state.last_check.get(job.job_id)
-            if last is not None:
-                checks[job.job_id] = last
-            ratio = batch_ratio(job)
-            if ratio is None:
-                log.note(job, "no batch timings yet", unsettled=False)
-                continue
-            out_of_band = ratio >= settings.scaling_up_ratio or (
-                ratio <= settings.scaling_down_ratio and job.executors > job.min_executors
-            )
-            if elapsed(now_s, last) < settings.scaling_interval_s:
-                if out_of_band:
-                    log.note(
-                        job,
-                        f"batch ratio {ratio:.2f}; next check in "
-                        f"{settings.scaling_interval_s - elapsed(now_s, last):.0f} s",
-                        unsettled=True,
-                    )
-                continue
-            checks[job.job_id] = now_s
-            if ratio >= settings.scaling_up_ratio:
-                more = max(1, round_half_up(ratio))
-                target = free.grant(job, job.executors + more)
-                if target != job.executors:
-                    log.change(
-                        job,
-                        target,
-                        f"batch ratio {ratio:.2f} >= {settings.scaling_up_ratio:g}: "
-                        f"asked for {more} more",
-                    )
-                else:
-                    log.note(
-                        job,
-                        f"batch ratio {ratio:.2f} but no executor can be added "
-                        "(at its bound or no free cores)",
-                        unsettled=True,
-                    )
-            elif ratio <= settings.scaling_down_ratio and job.executors > job.min_executors:
-                target = free.grant(job, job.executors - 1)
-                log.change(
+        ratio = batch_ratio(job)
+        if ratio is None:
+            turn.log.note(job, "no batch timings yet", unsettled=False)
+            return previous
+        can_shrink = ratio <= settings.scaling_down_ratio and job.executors > job.min_executors
+        since = elapsed(turn.now_s, previous)
+        if since < settings.scaling_interval_s:
+            if ratio >= settings.scaling_up_ratio or can_shrink:
+                wait = settings.scaling_interval_s - since
+                turn.log.note(
+                    job, f"batch ratio {ratio:.2f}; next check in {wait:.0f} s", unsettled=True
+                )
+            return previous
+        if ratio >= settings.scaling_up_ratio:
+            more = max(1, round_half_up(ratio))
+            target = turn.free.grant(job, job.executors + more)
+            if target != job.executors:
+                turn.log.change(
                     job,
                     target,
-                    f"batch ratio {ratio:.2f} <= {settings.scaling_down_ratio:g}: removed one",
+                    f"batch ratio {ratio:.2f} >= {settings.scaling_up_ratio:g}: "
+                    f"asked for {more} more",
                 )
-        checks = keep_frozen(snapshot, state.last_check, checks)
-        return log.plan(snapshot, "every batch ratio inside the band"), DStreamRatioState(checks)
+            else:
+                turn.log.note(
+                    job,
+                    f"batch ratio {ratio:.2f} but no executor can be added "
+                    "(at its bound or no free cores)",
+                    unsettled=True,
+                )
+        elif can_shrink:
+            target = turn.free.grant(job, job.executors - 1)
+            turn.log.change(
+                job,
+                target,
+                f"batch ratio {ratio:.2f} <= {settings.scaling_down_ratio:g}: removed one",
+            )
+        return turn.now_s

@@ -23,18 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
-from scheduler.core.model import JobView, Plan, Snapshot
-from scheduler.core.policies.base import BaselinePolicy, require
-from scheduler.core.policies.rounds import (
-    FreeCores,
-    RoundLog,
-    behind_reason,
-    ceil_int,
-    jobs_in_order,
-)
-from scheduler.core.policies.timers import elapsed, epoch_s, keep_frozen, per_job
+from scheduler.core.model import JobView
+from scheduler.core.policies.base import PerJobBaseline, Turn, require
+from scheduler.core.policies.rounds import behind_reason, ceil_int
+from scheduler.core.policies.timers import elapsed, per_job
 
 
 @dataclass(frozen=True)
@@ -80,55 +73,32 @@ class SparkDRAState:
     """When the previous round ran (epoch seconds)."""
 
 
-class SparkDRAPolicy(BaselinePolicy[SparkDRASettings, SparkDRAState]):
+class SparkDRAPolicy(PerJobBaseline[SparkDRASettings, SparkDRAState, DRATimers]):
     """Spark dynamic allocation, one job at a time, free cores first come, first served."""
 
     name = "spark-dra"
     settings_type = SparkDRASettings
     state_type = SparkDRAState
+    quiet_reason = "no job has pending tasks or idle executors"
 
-    def decide(
-        self, snapshot: Snapshot, state: SparkDRAState, now: datetime
-    ) -> tuple[Plan, SparkDRAState]:
-        now_s = epoch_s(now)
-        # Evidence first seen this round covers the time since the previous round.
-        evidence_from = state.last_round if state.last_round is not None else now_s
-        free = FreeCores(snapshot.cluster.free_cores)
-        log = RoundLog()
-        timers: dict[str, DRATimers] = {}
-        for job in jobs_in_order(snapshot):
-            previous = state.jobs.get(job.job_id, DRATimers())
-            timers[job.job_id] = self._job(
-                job, timers=previous, evidence_from=evidence_from, now_s=now_s, free=free, log=log
-            )
-        plan = log.plan(snapshot, "no job has pending tasks or idle executors")
-        return plan, SparkDRAState(keep_frozen(snapshot, state.jobs, timers), now_s)
+    def timers(self, state: SparkDRAState) -> Mapping[str, DRATimers]:
+        return state.jobs
 
-    def _job(
-        self,
-        job: JobView,
-        *,
-        timers: DRATimers,
-        evidence_from: float,
-        now_s: float,
-        free: FreeCores,
-        log: RoundLog,
-    ) -> DRATimers:
+    def previous_round(self, state: SparkDRAState) -> float | None:
+        return state.last_round
+
+    def next_state(self, timers: dict[str, DRATimers], turn: Turn) -> SparkDRAState:
+        return SparkDRAState(timers, turn.now_s)
+
+    def decide_job(self, job: JobView, previous: DRATimers | None, turn: Turn) -> DRATimers:
+        timers = DRATimers() if previous is None else previous
         metrics = job.metrics
         if metrics is None:
-            log.note(job, "no metrics yet", unsettled=False)
+            turn.log.note(job, "no metrics yet", unsettled=False)
             return timers
         pending = behind_reason(metrics, self.settings.behind_juice)
         if pending is not None:
-            return self._ramp(
-                job,
-                timers=timers,
-                pending=pending,
-                evidence_from=evidence_from,
-                now_s=now_s,
-                free=free,
-                log=log,
-            )
+            return self._ramp(job, timers, pending, turn)
         if metrics.capacity is None:
             return DRATimers()
         reported = (
@@ -138,15 +108,15 @@ class SparkDRAPolicy(BaselinePolicy[SparkDRASettings, SparkDRAState]):
         idle = min(job.executors - busy, job.executors - job.min_executors)
         if idle <= 0:
             return DRATimers()
-        since = timers.idle_since if timers.idle_since is not None else evidence_from
+        since = timers.idle_since if timers.idle_since is not None else turn.evidence_from
         fewest = min(idle, timers.idle_executors) if timers.idle_since is not None else idle
-        idle_for = now_s - since
+        idle_for = turn.now_s - since
         if idle_for < self.settings.executor_idle_timeout_s:
-            log.note(job, f"{fewest} executor(s) idle for {idle_for:.0f} s", unsettled=True)
+            turn.log.note(job, f"{fewest} executor(s) idle for {idle_for:.0f} s", unsettled=True)
             return DRATimers(idle_since=since, idle_executors=fewest)
-        target = free.grant(job, job.executors - fewest)
+        target = turn.free.grant(job, job.executors - fewest)
         if target != job.executors:
-            log.change(
+            turn.log.change(
                 job,
                 target,
                 f"{job.executors - target} executor(s) idle for "
@@ -154,40 +124,33 @@ class SparkDRAPolicy(BaselinePolicy[SparkDRASettings, SparkDRAState]):
             )
         return DRATimers()
 
-    def _ramp(
-        self,
-        job: JobView,
-        *,
-        timers: DRATimers,
-        pending: str,
-        evidence_from: float,
-        now_s: float,
-        free: FreeCores,
-        log: RoundLog,
-    ) -> DRATimers:
-        since = timers.backlog_since if timers.backlog_since is not None else evidence_from
+    def _ramp(self, job: JobView, timers: DRATimers, pending: str, turn: Turn) -> DRATimers:
+        since = timers.backlog_since if timers.backlog_since is not None else turn.evidence_from
         if timers.last_request is None:
-            due = now_s - since >= self.settings.scheduler_backlog_timeout_s
+            due = turn.now_s - since >= self.settings.scheduler_backlog_timeout_s
         else:
-            due = elapsed(now_s, timers.last_request) >= self.settings.sustained_backlog_timeout_s
+            due = (
+                elapsed(turn.now_s, timers.last_request)
+                >= self.settings.sustained_backlog_timeout_s
+            )
         if not due:
-            log.note(
+            turn.log.note(
                 job, f"tasks pending ({pending}); waiting for the backlog timeout", unsettled=True
             )
             return DRATimers(
                 backlog_since=since, last_request=timers.last_request, next_add=timers.next_add
             )
         step = max(1, timers.next_add)
-        target = free.grant(job, job.executors + step)
+        target = turn.free.grant(job, job.executors + step)
         added = target - job.executors
         if target != job.executors:
-            log.change(job, target, f"tasks pending ({pending}); asked for {step} more")
+            turn.log.change(job, target, f"tasks pending ({pending}); asked for {step} more")
         else:
-            log.note(
+            turn.log.note(
                 job,
                 f"tasks pending ({pending}) but no executor can be added "
                 "(at its bound or no free cores)",
                 unsettled=True,
             )
         next_add = step * 2 if added == step else 1
-        return DRATimers(backlog_since=since, last_request=now_s, next_add=next_add)
+        return DRATimers(backlog_since=since, last_request=turn.now_s, next_add=next_add)
