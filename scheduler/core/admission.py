@@ -5,7 +5,12 @@ Two rules:
 - ``slos-met`` (Henge): a queued job is admitted when every running job meets its SLO (jobs
   still warming up, without metrics, count as not yet meeting it; stale jobs are ignored) and
   its initial executors fit;
-- ``fits`` (the baselines): a queued job is admitted when its initial executors fit.
+- ``fits`` (the baselines): a queued job is admitted when its initial executors fit;
+- ``priority`` (``henge``): like ``slos-met``, but only a job of at least the queued job's
+  priority that misses its SLO (or is warming up) holds it back, and a job whose initial
+  executors do not fit is still admitted, with those that fit (possibly none), when
+  lower-priority jobs hold enough cores above their minimums to make the rest: the policy then
+  moves them (priority preemption).
 
 "Fit" means each initial executor finds room (cores and memory) on one ready node. Queued jobs
 are considered first registered first; one that does not fit does not block smaller ones behind
@@ -19,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scheduler.core.cluster import place_executors
+from scheduler.core.cluster import place_executors, room_for
 from scheduler.core.model import Admission, Change, ClusterView, JobStatus, JobView
 from scheduler.core.slo import meets_slo
 
@@ -27,6 +32,7 @@ from scheduler.core.slo import meets_slo
 class AdmissionRule(StrEnum):
     SLOS_MET = "slos-met"
     FITS = "fits"
+    PRIORITY = "priority"
 
 
 @dataclass(frozen=True)
@@ -45,12 +51,21 @@ def initial_executors(job: JobView) -> int:
     return max(job.min_executors, min(job.max_executors, wanted))
 
 
-def blocking_job(running: Sequence[JobView], warming: Sequence[JobView]) -> JobView | None:
-    """The first running job that keeps the ``slos-met`` rule from admitting, if any."""
-    for job in running:
-        if not meets_slo(job.utility, job.priority):
-            return job
-    return warming[0] if warming else None
+def _blocker(job: JobView, blockers: Sequence[JobView], rule: AdmissionRule) -> JobView | None:
+    if rule is AdmissionRule.PRIORITY:
+        return next((b for b in blockers if b.priority >= job.priority), None)
+    return blockers[0] if blockers else None
+
+
+def _preemptible(job: JobView, running: Sequence[JobView], cluster: ClusterView) -> bool:
+    """Whether the free cores and the cores lower-priority jobs hold above their minimums
+    could hold ``job``'s initial executors."""
+    spare = sum(
+        (r.executors - r.min_executors) * r.cores_per_executor
+        for r in running
+        if r.priority < job.priority and r.executors > r.min_executors
+    )
+    return cluster.free_cores + spare >= initial_executors(job) * job.cores_per_executor
 
 
 def admit(
@@ -62,10 +77,15 @@ def admit(
 ) -> AdmissionResult:
     """Decide the queued jobs' admission against ``running`` (the counted jobs) and ``cluster``."""
     order = sorted(queued, key=lambda j: (j.registered_at, j.job_id))
-    blocker = blocking_job(running, warming) if rule is AdmissionRule.SLOS_MET else None
+    blockers = (
+        [j for j in running if not meets_slo(j.utility, j.priority)] + list(warming)
+        if rule is not AdmissionRule.FITS
+        else []
+    )
     admissions: list[Admission] = []
     changes: list[Change] = []
     for job in order:
+        blocker = _blocker(job, blockers, rule)
         if blocker is not None:
             why = (
                 f"waiting: running job {blocker.name} has not reported yet"
@@ -76,6 +96,13 @@ def admit(
             continue
         count = initial_executors(job)
         placed = place_executors(cluster, count, job.cores_per_executor, job.memory_mb)
+        if (
+            placed is None
+            and rule is AdmissionRule.PRIORITY
+            and _preemptible(job, running, cluster)
+        ):
+            count = room_for(cluster, job.cores_per_executor, job.memory_mb)
+            placed = place_executors(cluster, count, job.cores_per_executor, job.memory_mb)
         if placed is None:
             why = (
                 f"waiting: {count} executor(s) of {job.cores_per_executor} core(s) and "

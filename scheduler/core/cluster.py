@@ -19,6 +19,8 @@ import math
 from scheduler.core.model import ClusterView, NodeView
 
 _EPS = 1e-9
+_SMALLEST_EXECUTOR = 1 - _EPS
+"""Executors have whole cores: a node with less room than one core takes none."""
 
 
 def node_room(node: NodeView) -> tuple[float, float]:
@@ -33,13 +35,7 @@ def node_fits(node: NodeView, executor_cores: float, executor_memory_mb: float =
     """How many executors of the given size still fit on ``node`` (0 when it is not ready)."""
     if not node.ready:
         return 0
-    cores, memory = node_room(node)
-    count = math.inf if executor_cores <= 0 else math.floor(cores / executor_cores + _EPS)
-    if executor_memory_mb > 0:
-        count = min(count, math.floor(memory / executor_memory_mb + _EPS))
-    if math.isinf(count):
-        return 1 << 30
-    return int(count)
+    return _fitting(*node_room(node), executor_cores, executor_memory_mb)
 
 
 def room_for(cluster: ClusterView, executor_cores: float, executor_memory_mb: float = 0.0) -> int:
@@ -107,3 +103,75 @@ def place_executors(
     if left > 0:
         return None
     return ClusterView(tuple(nodes))
+
+
+class Room:
+    """Where more executors can go within one round's plan.
+
+    Each ready node offers the cores and memory not yet requested on it. Executors a plan takes
+    away leave slots behind, but the snapshot does not say on which node, so a slot can take only
+    executors no larger (in cores and in memory) than the one that left it. Growth goes to the
+    nodes first, fullest node first (so larger executors later in the plan still find whole
+    nodes), then into the slots, smallest first.
+    """
+
+    def __init__(self, cluster: ClusterView) -> None:
+        # Fullest first, ordered once: a node only fills up within the round.
+        rooms = sorted(node_room(n) for n in cluster.nodes if n.ready)
+        self._nodes = [list(room) for room in rooms if room[0] >= _SMALLEST_EXECUTOR]
+        self._slots: dict[tuple[float, float], int] = {}
+
+    @property
+    def free_cores(self) -> float:
+        slots = sum(size[0] * count for size, count in self._slots.items())
+        return sum(cores for cores, _ in self._nodes) + slots
+
+    def release(self, executors: int, cores: float, memory_mb: float = 0.0) -> None:
+        """``executors`` of this size leave the cluster."""
+        if executors > 0:
+            size = (cores, memory_mb)
+            self._slots[size] = self._slots.get(size, 0) + executors
+
+    def take(self, executors: int, cores: float, memory_mb: float = 0.0) -> int:
+        """Place up to ``executors`` of this size; how many were placed."""
+        placed = 0
+        if executors <= 0:
+            return 0
+        for space in self._nodes:
+            count = min(_fitting(space[0], space[1], cores, memory_mb), executors - placed)
+            space[0] -= count * cores
+            space[1] -= count * memory_mb
+            placed += count
+            if placed >= executors:
+                break
+        # Nodes too full for any executor are done for the round.
+        self._nodes = [s for s in self._nodes if s[0] >= _SMALLEST_EXECUTOR]
+        if placed >= executors:
+            return placed
+        for size in sorted(self._slots):
+            if placed >= executors:
+                break
+            per_slot = _fitting(size[0], size[1], cores, memory_mb)
+            if per_slot == 0:
+                continue
+            used = min(self._slots[size], math.ceil((executors - placed) / per_slot))
+            fitted = min(used * per_slot, executors - placed)
+            self._slots[size] -= used
+            # What the executors leave of the slots they used stays usable on the same nodes.
+            leftover = (size[0] - per_slot * cores, size[1] - per_slot * memory_mb)
+            if used > 1 and leftover[0] > _EPS:
+                self.release(used - 1, *leftover)
+            last = fitted - (used - 1) * per_slot
+            tail = (size[0] - last * cores, size[1] - last * memory_mb)
+            if tail[0] > _EPS:
+                self.release(1, *tail)
+            placed += fitted
+        return placed
+
+
+def _fitting(room_cores: float, room_memory: float, cores: float, memory_mb: float) -> int:
+    """How many executors of (``cores``, ``memory_mb``) fit in the given room."""
+    count = math.inf if cores <= 0 else math.floor(room_cores / cores + _EPS)
+    if memory_mb > 0:
+        count = min(count, math.floor(room_memory / memory_mb + _EPS))
+    return int(min(count, 1 << 30))

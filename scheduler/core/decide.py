@@ -169,7 +169,7 @@ def decide(
 
     jobs = {j.job_id: j for j in fresh.counted}
     changes = clamp_changes(
-        plan.changes, jobs, admitted.cluster.free_cores, credit_shrinks=settings.credit_shrinks
+        plan.changes, jobs, admitted.cluster, credit_shrinks=settings.credit_shrinks
     )
     action, reason = plan.action, plan.reason
     if admitted.changes and action is ActionKind.NONE:

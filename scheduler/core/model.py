@@ -61,13 +61,19 @@ class JobMetrics(WindowValues):
     """Core-seconds the executors spent running tasks in the window."""
     mean_batch_s: float | None = None
     """Mean micro-batch duration."""
+    mean_batch_rows: float | None = None
+    """Mean rows per micro-batch."""
     trigger_interval_s: float | None = None
     """Mean time between micro-batch starts (the effective trigger interval)."""
     behind_fraction: float | None = None
     """Fraction of the window's sub-windows in which the job fell behind (juice < 1)."""
     executors_reported: int | None = None
+    steady: bool = True
+    """Every report in the window ran on the same executor count."""
     windows: int = 0
     """How many report windows the values are built from."""
+    seconds: float | None = None
+    """The time the window's reports cover (the span rates are per)."""
 
 
 @dataclass(frozen=True)

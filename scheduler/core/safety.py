@@ -4,9 +4,12 @@ Whatever a policy asks for, a change
 
 - targets a job the round counted (changes to frozen, queued or unknown jobs are dropped),
 - stays within [min, upper bound] (max executors and useful parallelism, :mod:`bounds`),
-- grows only into cores that are free. Shrinking changes are applied first; with
-  ``credit_shrinks`` the cores they give back count as free for the growing changes of the
-  same plan (a revert moves executors from one job to another), otherwise they do not.
+- grows only into room that is free, each executor whole on one node (:class:`Room`).
+  Shrinking changes are applied first; with ``credit_shrinks`` the executors they remove leave
+  room for the growing changes of the same plan (a revert moves executors from one job to
+  another), otherwise they do not,
+- raises a job that sits below its minimum (a minimum changed by its tenant) only as far as
+  the room allows.
 
 Changes that end up moving nothing are dropped; the first change per job wins.
 """
@@ -15,14 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from scheduler.core.bounds import clamp_target
-from scheduler.core.model import Change, JobView
+from scheduler.core.bounds import upper_bound
+from scheduler.core.cluster import Room
+from scheduler.core.model import Change, ClusterView, JobView
 
 
 def clamp_changes(
     changes: Sequence[Change],
     jobs: Mapping[str, JobView],
-    free_cores: float,
+    cluster: ClusterView,
     *,
     credit_shrinks: bool = True,
 ) -> tuple[Change, ...]:
@@ -37,22 +41,21 @@ def clamp_changes(
         wanted.append((index, job, change))
 
     result: dict[int, Change] = {}
-    free = max(0.0, free_cores)
-    # Shrinks first: they never need room, and their cores may fund the growth below.
+    room = Room(cluster)
+    # Shrinks first: they never need room, and the executors they remove may fund the growth.
     for index, job, change in wanted:
-        if change.to_executors >= job.executors:
+        target = min(max(change.to_executors, job.min_executors), upper_bound(job))
+        if target >= job.executors:
             continue
-        target = clamp_target(job, change.to_executors, 0.0)
-        if target < job.executors and credit_shrinks:
-            free += (job.executors - target) * job.cores_per_executor
+        if credit_shrinks:
+            room.release(job.executors - target, job.cores_per_executor, job.memory_mb)
         result[index] = _fixed(job, change, target)
     for index, job, change in wanted:
-        if change.to_executors < job.executors:
+        if index in result:
             continue
-        target = clamp_target(job, change.to_executors, free)
-        if target > job.executors:
-            free = max(0.0, free - (target - job.executors) * job.cores_per_executor)
-        result[index] = _fixed(job, change, target)
+        wanted_target = min(max(change.to_executors, job.min_executors), upper_bound(job))
+        more = room.take(wanted_target - job.executors, job.cores_per_executor, job.memory_mb)
+        result[index] = _fixed(job, change, job.executors + more)
     return tuple(c for _, c in sorted(result.items()) if c.to_executors != c.from_executors)
 
 

@@ -278,8 +278,11 @@ def window_metrics(
         max_parallelism=max_parallelism,
         busy_core_s=busy_ms / 1000.0,
         mean_batch_s=mean_batch_s,
+        mean_batch_rows=sum(b.rows for b in batches) / len(batches) if batches else None,
         trigger_interval_s=mean_trigger_interval_s(batches),
         behind_fraction=_behind_fraction(inside, baseline, behind_epsilon),
         executors_reported=latest.executors,
+        steady=len({r.executors for r in inside}) == 1,
         windows=len(inside),
+        seconds=seconds,
     )

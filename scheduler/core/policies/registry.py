@@ -13,7 +13,8 @@ from typing import Any
 from scheduler.core.policies.dhalion import DhalionPolicy
 from scheduler.core.policies.ds2 import DS2Policy
 from scheduler.core.policies.dstream_ratio import DStreamRatioPolicy
-from scheduler.core.policies.henge import PAPER, PRODUCT, paper_policy, product_policy
+from scheduler.core.policies.henge import PAPER, paper_policy
+from scheduler.core.policies.henge.product import HengeProductPolicy
 from scheduler.core.policies.spark_dra import SparkDRAPolicy
 from scheduler.core.policies.static import StaticPolicy
 from scheduler.core.policy import Policy, PolicySettingsError, UnknownPolicyError
@@ -30,7 +31,7 @@ Factory = Callable[[Mapping[str, Any]], Policy[Any]]
 
 _FACTORIES: Mapping[str, Factory] = {
     PAPER: paper_policy,
-    PRODUCT: product_policy,
+    HengeProductPolicy.name: HengeProductPolicy.from_params,
     StaticPolicy.name: StaticPolicy.from_params,
     SparkDRAPolicy.name: SparkDRAPolicy.from_params,
     DStreamRatioPolicy.name: DStreamRatioPolicy.from_params,

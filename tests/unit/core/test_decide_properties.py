@@ -20,7 +20,6 @@ from scheduler.core.model import (
     Plan,
     Snapshot,
 )
-from scheduler.core.policies.henge import PRODUCT_SWITCHES
 from scheduler.core.policies.registry import available_policies
 from scheduler.core.slo import SLO, LatencyStat
 
@@ -207,29 +206,6 @@ def later(snapshot: Snapshot, seconds: float, factors: list[float]) -> Snapshot:
             moved = replace(moved, metrics=replace(view.metrics, utility=scaled))
         jobs.append(moved)
     return replace(snapshot, jobs=tuple(jobs), taken_at=snapshot.taken_at + shift)
-
-
-@SETTINGS
-@given(snapshots(), st.lists(st.lists(st.floats(0.5, 2.0), max_size=4), min_size=12, max_size=12))
-def test_henge_with_every_switch_off_is_henge_paper(
-    snapshot: Snapshot, noise: list[list[float]]
-) -> None:
-    """Over a run of rounds (with utilities moving), and every plan within bounds."""
-    off = dict.fromkeys(PRODUCT_SWITCHES, False)
-    paper = CoreSettings(policy="henge-paper")
-    henge = CoreSettings(policy="henge", policy_params=off)
-    paper_state = SchedulerState.initial(paper)
-    henge_state = SchedulerState.initial(henge)
-    current = snapshot
-    for k, factors in enumerate(noise):
-        seen = later(current, 10.0 * k, factors)
-        now = seen.taken_at
-        paper_plan, paper_state = decide(seen, paper_state, paper, now)
-        henge_plan, henge_state = decide(seen, henge_state, henge, now)
-        assert paper_plan == henge_plan
-        assert paper_state.policy_state == henge_state.policy_state
-        check_bounds(seen, paper_plan, paper, now)
-        current = replace(current, jobs=tuple(apply(current.jobs, paper_plan)))
 
 
 @SETTINGS

@@ -147,7 +147,7 @@ def test_model_recovers_rows_per_core_second_overhead_and_trigger(
     assert model.row_cost_s == pytest.approx(COST)
     assert model.overhead_s == pytest.approx(OVERHEAD)
     if trigger is None:
-        assert model.trigger_s is None
+        assert not model.trigger_s  # back to back (0) or never seen keeping up (None)
     else:
         assert model.trigger_s == pytest.approx(trigger)
 

@@ -24,11 +24,14 @@ import math
 from collections.abc import Callable
 from typing import NamedTuple
 
-from scheduler.core.model import JobView
+from scheduler.core.model import JobMetrics, JobView
 from scheduler.core.slo import LatencyStat, meets_slo, utility
 
 _GAP = 0.1
 """Batches are paced by a trigger when the interval exceeds the duration by this fraction."""
+
+_KEEPING_UP = 0.99
+"""A window whose juice is below this is behind (its batches drain a backlog)."""
 
 _QUANTILE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
 
@@ -57,6 +60,10 @@ def parallel_cores(job: JobView, executors: int) -> float:
     return cores
 
 
+def _behind(m: JobMetrics) -> bool:
+    return bool(m.behind_fraction) or (m.juice is not None and m.juice < _KEEPING_UP)
+
+
 def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel | None:
     """``previous`` updated with the job's current window (unchanged if it has nothing new)."""
     m = job.metrics
@@ -78,13 +85,24 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
     cores = min(all_cores, float(m.max_parallelism)) if m.max_parallelism else all_cores
     if cores <= 0:
         return previous
-    cost = capacity * all_cores / rate
+    # Busy core-seconds per processed row over the window: the executor count may have changed
+    # inside it, and a job that is behind still spends the same work per row.
+    if m.busy_core_s is not None and m.seconds:
+        cost = m.busy_core_s / (rate * m.seconds)
+    else:
+        cost = capacity * all_cores / rate
     overhead: float | None = None
     trigger: float | None = None
-    if m.mean_batch_s is not None and m.trigger_interval_s:
-        overhead = max(0.0, m.mean_batch_s - rate * m.trigger_interval_s * cost / cores)
-        if m.trigger_interval_s > m.mean_batch_s * (1 + _GAP):
-            trigger = m.trigger_interval_s
+    # Batch timing is read only from windows on one executor count (batches on another count
+    # ran on other cores). What a batch costs beyond its rows holds whether or not the job keeps
+    # up; the time between batch starts is the trigger only while it does (a job working off a
+    # backlog runs its batches back to back).
+    if m.mean_batch_s is not None and m.trigger_interval_s and m.steady:
+        rows = m.mean_batch_rows if m.mean_batch_rows else rate * m.trigger_interval_s
+        overhead = max(0.0, m.mean_batch_s - rows * cost / cores)
+        if not _behind(m):
+            paced = m.trigger_interval_s > m.mean_batch_s * (1 + _GAP)
+            trigger = m.trigger_interval_s if paced else 0.0
     if previous is None:
         return JobModel(cost, overhead, trigger, 1, stamp)
     return JobModel(

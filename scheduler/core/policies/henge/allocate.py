@@ -1,0 +1,114 @@
+"""One allocation for every counted job at once, and the move that gets there.
+
+Each job offers a few executor counts with a value (its predicted utility, or what is known of
+it). The multiple-choice knapsack of :mod:`scheduler.core.allocation` picks one count per job
+that maximises the total value within the cores the counted jobs can use (the free cores plus
+the cores they hold). Two small credits decide between allocations of equal utility: the count a
+job holds now earns the most (nothing moves without a gain), and a growing job's headroom target
+earns a little (it grows past the bare need when cores allow). Since a job's utility is capped
+by its priority, the solver takes cores from where they cost the least utility per core: the
+lowest priority first, and never from a job whose loss outweighs the gain.
+
+The move then grows the jobs that gain, first into free room on the nodes and then into the
+room the shrinking jobs leave (each executor whole on one node), and shrinks only the jobs the
+solver took cores from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+
+from scheduler.core.allocation import JobChoices, solve_choices
+from scheduler.core.cluster import Room
+from scheduler.core.model import ClusterView, JobView
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What one job offers the solver: (executors, value) pairs, executors rising."""
+
+    job: JobView
+    points: tuple[tuple[int, float], ...]
+
+    def value_at(self, executors: int) -> float:
+        """The best value of the points at or below ``executors`` (the lowest point's if none)."""
+        ordered = sorted(self.points)
+        best = ordered[0][1]
+        for count, value in ordered:
+            if count > executors:
+                break
+            best = max(best, value)
+        return best
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The solver's targets, and the value it expects of them and of the allocation in force."""
+
+    targets: Mapping[str, int]
+    value: float
+    current_value: float
+
+
+def solve(offers: Sequence[Offer], cluster: ClusterView) -> Allocation | None:
+    """The best allocation, or ``None`` when the jobs' lowest counts do not fit."""
+    if not offers:
+        return None
+    unit = reduce(math.gcd, (o.job.cores_per_executor for o in offers)) or 1
+    held = sum(o.job.executors * o.job.cores_per_executor for o in offers)
+    capacity = math.floor((cluster.free_cores + held) / unit + 1e-9)
+    choices = [_choices(o, unit) for o in offers]
+    spare = capacity - sum(c.points[0][1] for c in choices)
+    if spare < 0:
+        return None
+    value, chosen, _ = solve_choices(choices, spare)
+    targets = {
+        o.job.job_id: c.points[i][0] for o, c, i in zip(offers, choices, chosen, strict=True)
+    }
+    current = sum(o.value_at(o.job.executors) for o in offers)
+    return Allocation(targets, value, current)
+
+
+def _choices(offer: Offer, unit: int) -> JobChoices:
+    """The offer's non-dominated points (more cores must earn more), in solver units."""
+    per_executor = offer.job.cores_per_executor // unit
+    points: list[tuple[int, int, float]] = []
+    for executors, value in sorted(offer.points):
+        if points and value <= points[-1][2]:
+            continue
+        points.append((executors, executors * per_executor, value))
+    return JobChoices(offer.job.job_id, tuple(points))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One job's part of a move."""
+
+    job: JobView
+    target: int
+
+
+def move_toward(
+    targets: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
+) -> list[Step]:
+    """The steps toward ``targets`` that fit: shrinks as the solver chose them, growth by
+    priority (highest first) as far as the room allows, each executor whole on one node."""
+    room = Room(cluster)
+    steps: list[Step] = []
+    for job in jobs:
+        target = targets.get(job.job_id, job.executors)
+        if target < job.executors:
+            room.release(job.executors - target, job.cores_per_executor, job.memory_mb)
+            steps.append(Step(job, target))
+    growing = sorted(
+        (j for j in jobs if targets.get(j.job_id, j.executors) > j.executors),
+        key=lambda j: (-j.priority, j.job_id),
+    )
+    for job in growing:
+        more = room.take(targets[job.job_id] - job.executors, job.cores_per_executor, job.memory_mb)
+        if more > 0:
+            steps.append(Step(job, job.executors + more))
+    return steps

@@ -1,0 +1,536 @@
+"""``henge``: Henge's state machine made right for shared clusters whose load changes (DESIGN §3).
+
+One round, on the jobs ``decide`` counted:
+
+0. Housekeeping: expired blacklist entries go; each job's model folds in the newest window, its
+   prediction error (predicted against measured utility at its allocation and input) is
+   averaged in, and its recent peak input is updated (decaying over ``stabilization_s``).
+1. Quiesce: after a move nothing else happens until the moved jobs run at their new size and a
+   report window has passed (``adaptive_quiesce``), or ``quiesce_s`` at the most.
+2. Judge the move by what it caused: each moved job's utility now against what it would have
+   earned without the move at the input it has now (its model at the old allocation; without
+   a trusted model, its utility before the move, unless its input moved by more than 20 %). A
+   job draining a backlog counts as helped. If the moved jobs together lost utility, the whole
+   move is reverted. A grown job that still misses its SLO and gained less than ``min_gain``
+   loses its model's trust; when it did not even use its executors it is blacklisted.
+3. Plan: every counted job offers the solver a few executor counts with their predicted
+   utility (:mod:`.allocate`), at its input plus backlog drain; a job whose model is not
+   trusted offers only its allocation, or, missing its SLO, eq. 2.4's step. If the best
+   allocation raises some job's predicted utility by ``min_gain`` of its priority, the move
+   toward it is made at once, several jobs together (a reconfiguration).
+4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
+   at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
+5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
+   ``converged`` keeps planning every round, so a job missing an SLO that free cores or
+   lower-priority executors could meet always sends the cluster back to work; the utility
+   fraction falling ``converged_drop`` below the best since converging only resets that
+   reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from scheduler.core.admission import AdmissionRule
+from scheduler.core.bounds import upper_bound
+from scheduler.core.model import ActionKind, Change, ClusterState, JobView, Plan, Snapshot
+from scheduler.core.policies.henge import product_state
+from scheduler.core.policies.henge.allocate import Offer, move_toward, solve
+from scheduler.core.policies.henge.model import (
+    JobModel,
+    observe,
+    predicted_utility,
+    usable,
+)
+from scheduler.core.policies.henge.outlook import demand, executors_needed, utility_curve
+from scheduler.core.policies.henge.product_settings import ProductSettings
+from scheduler.core.policies.henge.product_state import Move, MovedJob, ProductState
+from scheduler.core.policies.henge.sizing import paper_extra
+from scheduler.core.policies.timers import keep_frozen
+from scheduler.core.policy import JSONDict, build_settings
+from scheduler.core.slo import meets_slo
+
+NAME = "henge"
+_RATE_CHANGE = 0.2
+"""Without a trusted model, a job whose input moved by more than this since a move cannot be
+judged against its utility before the move."""
+_GROWING_GRID = 4
+_GIVING_GRID = 2
+"""Intervals of the executor counts at which a job's curve is sampled below its need."""
+_HEADROOM_CREDIT = 1e-4
+"""Credit (fraction of priority) of a growing job's headroom target in the solver."""
+
+
+class HengeProductPolicy:
+    """The product policy; ``settings`` switch each departure from the paper."""
+
+    name = NAME
+    admission_rule = AdmissionRule.PRIORITY
+
+    def __init__(self, settings: ProductSettings | None = None) -> None:
+        self.settings = settings or ProductSettings()
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> HengeProductPolicy:
+        return cls(build_settings(ProductSettings, params))
+
+    def initial_state(self) -> ProductState:
+        return ProductState()
+
+    def decide(
+        self, snapshot: Snapshot, state: ProductState, now: datetime
+    ) -> tuple[Plan, ProductState]:
+        round_ = _Round(self.settings, snapshot, state, now)
+        return round_.run(), round_.state
+
+    def dump_state(self, state: ProductState) -> JSONDict:
+        return product_state.dump(state)
+
+    def load_state(self, data: JSONDict) -> ProductState:
+        return product_state.load(data)
+
+
+class _Round:
+    """One round's working memory; ``state`` ends as the state for the next round."""
+
+    def __init__(
+        self, settings: ProductSettings, snapshot: Snapshot, state: ProductState, now: datetime
+    ) -> None:
+        self.s = settings
+        self.snapshot = snapshot
+        self.state = state
+        self.now = now
+        self.now_s = now.timestamp()
+        self.jobs = snapshot.jobs
+        self.by_id = {j.job_id: j for j in self.jobs}
+        self.total = sum(j.utility for j in self.jobs)
+        self.maximum = sum(j.priority for j in self.jobs)
+        self.notes: list[str] = []
+        self._trusted: dict[str, JobModel | None] = {}
+        self._needs: dict[str, int | None] = {}
+        """Executors each offered job needs at its demand (``None``: unknown or out of reach)."""
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @property
+    def fraction(self) -> float:
+        return self.total / self.maximum if self.maximum > 0 else 1.0
+
+    def update(self, **changes: Any) -> None:
+        self.state = dataclasses.replace(self.state, **changes)
+
+    def none(self, text: str) -> Plan:
+        reason = "; ".join([*self.notes, text])
+        return Plan.no_change(reason, self.state.cluster_state, self.total, self.maximum)
+
+    def trusted(self, job: JobView) -> JobModel | None:
+        """The job's model, when it may size the job (decided once per round and job)."""
+        if job.job_id not in self._trusted:
+            model = self.state.models.get(job.job_id)
+            if (
+                model is None
+                or not usable(model, job, self.s.model_min_windows)
+                or self.state.errors.get(job.job_id, 0.0) > self.s.model_max_error
+            ):
+                model = None
+            self._trusted[job.job_id] = model
+        return self._trusted[job.job_id]
+
+    # -- the round ---------------------------------------------------------------------------
+
+    def run(self) -> Plan:
+        self.housekeeping()
+        move = self.state.last_move
+        if move is not None and not move.judged:
+            waiting = self.quiescing(move)
+            if waiting is not None:
+                return self.none(waiting)
+            judged = self.judge(move)
+            if judged is not None:
+                return judged
+        planned = self.plan_move()
+        if planned is not None:
+            return planned
+        if self.s.give_back:
+            given = self.give_back()
+            if given is not None:
+                return given
+        return self.rest()
+
+    def housekeeping(self) -> None:
+        st = self.state
+        blacklist = {k: t for k, t in st.blacklist.items() if t > self.now}
+        models: dict[str, JobModel] = {}
+        errors: dict[str, float] = {}
+        peaks: dict[str, tuple[float, float]] = {}
+        # A moved job's window mixes its old and new allocation for a while: its error is
+        # measured when the move is judged instead.
+        move = st.last_move
+        recently_moved = (
+            set(move.jobs)
+            if move is not None and (self.now - move.at).total_seconds() < 2 * self.s.quiesce_s
+            else set()
+        )
+        for job in self.jobs:
+            old = st.models.get(job.job_id)
+            model = observe(old, job, self.s.model_alpha)
+            if model is not None:
+                models[job.job_id] = model
+                error = (
+                    None if job.job_id in recently_moved else self.prediction_error(model, job, old)
+                )
+                previous = st.errors.get(job.job_id)
+                if error is not None:
+                    errors[job.job_id] = (
+                        error
+                        if previous is None
+                        else previous + self.s.model_alpha * (error - previous)
+                    )
+                elif previous is not None:
+                    errors[job.job_id] = previous
+            peak = self.peak(job, st.peaks.get(job.job_id))
+            if peak is not None:
+                peaks[job.job_id] = peak
+        snap = self.snapshot
+        self.update(
+            blacklist=blacklist,
+            models=keep_frozen(snap, st.models, models),
+            errors=keep_frozen(snap, st.errors, errors),
+            peaks=keep_frozen(snap, st.peaks, peaks),
+        )
+
+    def prediction_error(
+        self, model: JobModel, job: JobView, previous: JobModel | None
+    ) -> float | None:
+        """|predicted − measured| utility / priority for a new window of a usable model."""
+        if model is previous or not usable(model, job, self.s.model_min_windows):
+            return None
+        m = job.metrics
+        assert m is not None and m.input_rate is not None
+        executors = m.executors_reported or job.executors
+        predicted = predicted_utility(model, job, executors, m.input_rate)
+        return abs(predicted - job.utility) / job.priority if job.priority > 0 else 0.0
+
+    def peak(self, job: JobView, old: tuple[float, float] | None) -> tuple[float, float] | None:
+        rate = job.metrics.input_rate if job.metrics is not None else None
+        if rate is None:
+            return old
+        if old is None:
+            return rate, self.now_s
+        value, at = old
+        tau = self.s.stabilization_s
+        decayed = value * math.exp(-(self.now_s - at) / tau) if tau > 0 else 0.0
+        return max(rate, decayed), self.now_s
+
+    # -- quiesce and judging -------------------------------------------------------------
+
+    def quiescing(self, move: Move) -> str | None:
+        """Why the round still waits after ``move``; ``None`` when it may be judged.
+
+        A move that worked shows it early: once the moved jobs run at their new size and a
+        report window has passed, every one of them meeting its SLO ends the wait. Anything
+        else is judged only after ``quiesce_s``, when the sliding window holds no report from
+        before the move.
+        """
+        elapsed = (self.now - move.at).total_seconds()
+        if elapsed >= self.s.quiesce_s:
+            return None
+        left = f"{self.s.quiesce_s - elapsed:.0f} s left at most"
+        if not self.s.adaptive_quiesce:
+            return f"waiting for quiesce ({left})"
+        if move.running_since is None:
+            if not self.moved_jobs_running(move):
+                return f"waiting for the moved jobs' executors ({left})"
+            self.update(last_move=dataclasses.replace(move, running_since=self.now))
+            return f"moved jobs at their new size; one more report window ({left})"
+        if self.reported_since(move.running_since) and self.moved_jobs_meet(move):
+            return None
+        return f"waiting for quiesce ({left})"
+
+    def moved_jobs_meet(self, move: Move) -> bool:
+        return all(
+            meets_slo(self.by_id[j].utility, self.by_id[j].priority)
+            for j in move.jobs
+            if j in self.by_id
+        )
+
+    def moved_jobs_running(self, move: Move) -> bool:
+        for job_id, moved in move.jobs.items():
+            job = self.by_id.get(job_id)
+            if job is None:
+                continue
+            reported = job.metrics.executors_reported if job.metrics is not None else None
+            if reported != moved.after:
+                return False
+        return True
+
+    def reported_since(self, moment: datetime) -> bool:
+        """Every moved job has a report that arrived after ``moment``."""
+        move = self.state.last_move
+        assert move is not None
+        for job_id in move.jobs:
+            job = self.by_id.get(job_id)
+            if job is None:
+                continue
+            if job.last_report_at is None or job.last_report_at <= moment:
+                return False
+        return True
+
+    def judge(self, move: Move) -> Plan | None:
+        self.update(last_move=dataclasses.replace(move, judged=True))
+        if move.revert:
+            return None
+        actual = without = 0.0
+        for job_id, moved in move.jobs.items():
+            job = self.by_id.get(job_id)
+            if job is None:
+                continue
+            counterfactual = self.counterfactual(job, moved)
+            if counterfactual is None:
+                continue
+            helped = self.draining(job)
+            actual += job.priority if helped else job.utility
+            without += counterfactual
+            if moved.after > moved.before and not helped:
+                self.judge_growth(job, moved, counterfactual)
+        scale = sum(self.by_id[j].priority for j in move.jobs if j in self.by_id)
+        if actual < without - self.s.min_gain * scale:
+            self.notes.append(f"the moved jobs earn {actual:.4g}, {without:.4g} without the move")
+            return self.revert(move)
+        return None
+
+    def counterfactual(self, job: JobView, moved: MovedJob) -> float | None:
+        """What ``job`` would earn now without the move, or ``None`` if that is unknown."""
+        model = self.trusted(job) if self.s.judge_by_cause else None
+        rate = job.metrics.input_rate if job.metrics is not None else None
+        if model is not None and rate is not None:
+            return predicted_utility(model, job, moved.before, rate)
+        if self.s.judge_by_cause and (
+            rate is None
+            or moved.rate_before is None
+            or abs(rate - moved.rate_before) > _RATE_CHANGE * moved.rate_before
+        ):
+            return None
+        return moved.utility_before
+
+    def draining(self, job: JobView) -> bool:
+        """A job working off a backlog faster than its input: judged on its drain rate."""
+        m = job.metrics
+        return bool(
+            m is not None
+            and m.backlog_rows
+            and m.input_rate is not None
+            and m.processed_rate is not None
+            and m.processed_rate > m.input_rate * 1.02
+        )
+
+    def judge_growth(self, job: JobView, moved: MovedJob, counterfactual: float) -> None:
+        gain = (job.utility - counterfactual) / job.priority
+        if meets_slo(job.utility, job.priority) or gain >= self.s.min_gain:
+            return
+        self.notes.append(f"{job.name} gained {gain:.1%} < {self.s.min_gain:.0%}")
+        # The model promised more: stop trusting it until its error falls back.
+        self.update(errors={**self.state.errors, job.job_id: 1.0})
+        self._trusted.pop(job.job_id, None)
+        capacity = job.metrics.capacity if job.metrics is not None else None
+        if capacity is not None and capacity <= self.s.capacity_threshold:
+            expiry = self.now + timedelta(seconds=self.s.blacklist_ttl_s)
+            self.update(blacklist={**self.state.blacklist, job.job_id: expiry})
+            self.notes.append(f"{job.name} does not use its executors: blacklisted")
+
+    def revert(self, move: Move) -> Plan:
+        changes = [
+            Change(job_id, self.by_id[job_id].executors, moved.before, "revert")
+            for job_id, moved in sorted(move.jobs.items())
+            if job_id in self.by_id and self.by_id[job_id].executors != moved.before
+        ]
+        self.act(changes, revert=True)
+        self.update(cluster_state=ClusterState.NOT_CONVERGED)
+        return self.plan(ActionKind.REVERT, "revert the last move", changes)
+
+    # -- moving --------------------------------------------------------------------------
+
+    def plan_move(self) -> Plan | None:
+        offers = [self.offer(job) for job in self.jobs]
+        allocation = solve(offers, self.snapshot.cluster)
+        if allocation is None:
+            self.notes.append("the jobs' minimums do not fit")
+            return None
+        steps = move_toward(allocation.targets, self.jobs, self.snapshot.cluster)
+        values = {o.job.job_id: o for o in offers}
+        helped = [
+            s
+            for s in steps
+            if s.target > s.job.executors
+            and values[s.job.job_id].value_at(s.target)
+            - values[s.job.job_id].value_at(s.job.executors)
+            >= self.s.min_gain * s.job.priority
+        ]
+        if not helped:
+            return None
+        if not self.s.preempt:
+            steps = [s for s in steps if s.target > s.job.executors]
+        changes = [
+            Change(s.job.job_id, s.job.executors, s.target, self.why(s.job, s.target))
+            for s in steps
+        ]
+        self.act(changes)
+        self.update(cluster_state=ClusterState.NOT_CONVERGED, settle_count=0, best_fraction=None)
+        names = ", ".join(f"{s.job.name} {s.job.executors}→{s.target}" for s in steps)
+        return self.plan(ActionKind.RECONFIGURE, f"reconfigure: {names}", changes)
+
+    def why(self, job: JobView, target: int) -> str:
+        if target < job.executors:
+            return "gives executors to jobs whose utility gains more"
+        if self.trusted(job) is None:
+            return "eq. 2.4 (no trusted model)"
+        need = self._needs.get(job.job_id)
+        return "model: meets its SLO" if need is not None and target >= need else "model: closer"
+
+    def offer(self, job: JobView) -> Offer:
+        """What ``job`` offers the solver (see the module docstring)."""
+        eps = self.s.priority_epsilon * job.priority
+        now = job.utility
+        model = self.trusted(job)
+        rate = demand(job, self.s.drain_s)
+        top = upper_bound(job)
+        can_grow = job.job_id not in self.state.blacklist and job.executors < top
+        if model is None or rate is None:
+            points = [(job.executors, now + 2 * eps)]
+            target = self.untrusted_target(job)
+            if can_grow and target is not None and not meets_slo(now, job.priority):
+                points.append((target, job.priority + eps))
+            return Offer(job, tuple(points))
+        need = executors_needed(model, job, rate)
+        self._needs[job.job_id] = need
+        ceiling = top if can_grow else job.executors
+        # A job missing its SLO may end anywhere below its need; one meeting it only gives
+        # way, so a coarser curve does.
+        grid = _GROWING_GRID if not meets_slo(now, job.priority) else _GIVING_GRID
+        points = utility_curve(model, job, rate, need, ceiling, grid)
+        if need is not None and need <= ceiling:
+            padded = demand(job, self.s.drain_s, rate=self.grown_rate(job))
+            target = executors_needed(model, job, padded) if padded is not None else None
+            if target is not None and target > need and target <= ceiling:
+                points.append((target, job.priority + _HEADROOM_CREDIT * job.priority))
+        # What the job earns now is measured; fewer executors never earn more than that,
+        # whatever the model says.
+        current = now
+        points = [(n, min(v, current) if n < job.executors else v) for n, v in points]
+        points = [(n, v) for n, v in points if n != job.executors]
+        points.append((job.executors, current + 2 * eps + _HEADROOM_CREDIT * job.priority))
+        if not can_grow:
+            points = [(n, v) for n, v in points if n <= job.executors]
+        return Offer(job, tuple(points))
+
+    def grown_rate(self, job: JobView) -> float | None:
+        """What a growing job is sized for: its recent peak input (or its input now, when
+        higher), with ``headroom``."""
+        rate = job.metrics.input_rate if job.metrics is not None else None
+        if rate is None:
+            return None
+        peak = self.state.peaks.get(job.job_id)
+        return max(rate, peak[0] if peak is not None else rate) * (1 + self.s.headroom)
+
+    def untrusted_target(self, job: JobView) -> int | None:
+        """Eq. 2.4's step, and at least the executors the job registered with; ``None`` while
+        the job has no capacity measured (a guess would only start a quiesce)."""
+        capacity = job.metrics.capacity if job.metrics is not None else None
+        if capacity is None and job.executors >= (job.initial_executors or 0):
+            return None
+        extra = paper_extra(capacity or 0.0, self.s.capacity_threshold, self.s.step)
+        wanted = max(job.executors + extra, job.initial_executors or 0)
+        return min(upper_bound(job), wanted) if wanted > job.executors else None
+
+    def give_back(self) -> Plan | None:
+        surplus: dict[str, float] = {}
+        changes: list[Change] = []
+        for job in self.jobs:
+            keep = self.keep(job)
+            if keep is None:
+                continue
+            since = self.state.surplus_since.get(job.job_id, self.now_s)
+            surplus[job.job_id] = since
+            if self.now_s - since >= self.s.stabilization_s:
+                changes.append(Change(job.job_id, job.executors, keep, "give back: not needed"))
+        for change in changes:
+            del surplus[change.job_id]
+        self.update(surplus_since=surplus)
+        if not changes:
+            return None
+        self.act(changes)
+        names = ", ".join(
+            f"{self.by_id[c.job_id].name} {c.from_executors}→{c.to_executors}" for c in changes
+        )
+        return self.plan(ActionKind.RECONFIGURE, f"give back unused executors: {names}", changes)
+
+    def keep(self, job: JobView) -> int | None:
+        """Executors ``job`` needs at its recent peak with ``keep_headroom``, when it holds
+        enough more than that to give some back; otherwise ``None``."""
+        if job.restart_on_resize or not meets_slo(job.utility, job.priority):
+            return None
+        model = self.trusted(job)
+        peak = self.state.peaks.get(job.job_id)
+        if model is None or peak is None:
+            return None
+        rate = demand(job, self.s.drain_s, rate=peak[0] * (1 + self.s.keep_headroom))
+        need = executors_needed(model, job, rate) if rate is not None else None
+        if need is None:
+            return None
+        surplus = max(1, math.ceil(self.s.give_back_min_fraction * job.executors - 1e-9))
+        return need if job.executors - need >= surplus else None
+
+    def act(self, changes: list[Change], *, revert: bool = False) -> None:
+        moved = {}
+        for change in changes:
+            job = self.by_id[change.job_id]
+            model = self.trusted(job)
+            rate = job.metrics.input_rate if job.metrics is not None else None
+            predicted = (
+                predicted_utility(model, job, change.to_executors, rate)
+                if model is not None and rate is not None
+                else None
+            )
+            moved[change.job_id] = MovedJob(
+                change.from_executors, change.to_executors, job.utility, predicted, rate
+            )
+        self.update(last_move=Move(self.now, moved, revert=revert))
+
+    def plan(self, action: ActionKind, text: str, changes: list[Change]) -> Plan:
+        reason = "; ".join([*self.notes, text])
+        return Plan(
+            action,
+            reason,
+            self.state.cluster_state,
+            job_id=changes[0].job_id if len(changes) == 1 else None,
+            changes=tuple(changes),
+            total_utility=self.total,
+            max_utility=self.maximum,
+        )
+
+    # -- resting ---------------------------------------------------------------------------
+
+    def rest(self) -> Plan:
+        st = self.state
+        if st.cluster_state is ClusterState.CONVERGED:
+            best = max(st.best_fraction or 0.0, self.fraction)
+            if self.fraction < best * (1 - self.s.converged_drop):
+                self.notes.append(
+                    f"utility fraction {self.fraction:.3f} fell from {best:.3f}; "
+                    "nothing the allocation can fix"
+                )
+                best = self.fraction
+            self.update(best_fraction=best)
+            return self.none("converged: nothing to gain")
+        count = st.settle_count + 1
+        if count >= self.s.settle_rounds:
+            self.update(
+                cluster_state=ClusterState.CONVERGED, settle_count=0, best_fraction=self.fraction
+            )
+            return self.none(f"nothing to gain for {count} round(s): converged")
+        self.update(settle_count=count)
+        return self.none(f"nothing to gain: settling ({count}/{self.s.settle_rounds})")

@@ -1,0 +1,93 @@
+"""Settings of the product policy ``henge`` (DESIGN §3 "Sizing", the ``henge`` list).
+
+The state machine's constants keep the paper's values; the rest say how the per-job models are
+trusted, how far ahead of the load the allocation is sized, and how calm scaling down is. Each
+departure from the paper can be switched off on its own (see the switches at the end).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.core.policies.base import require
+
+
+@dataclass(frozen=True)
+class ProductSettings:
+    quiesce_s: float = 60.0
+    """Longest wait after a move before it is judged and the next one is made (§2.6.1). With
+    ``adaptive_quiesce`` the wait ends earlier, once the moved jobs run at their new size."""
+    min_gain: float = 0.05
+    """A move is made only when the models predict it raises the total utility by at least this
+    fraction of the priority of a job it helps; a grown job that gained less than this (against
+    what it would have done without the move) and still misses its SLO failed to grow."""
+    blacklist_ttl_s: float = 3600.0
+    """A job whose growth failed while its executors were not busy is not grown again for this
+    long (1 h, §2.6.1): more executors do not help a job that does not use the ones it has."""
+    converged_drop: float = 0.05
+    """In ``converged``, the utility fraction falling this far below the best fraction reached
+    since converging forgets the history: reverting to a configuration of another load would
+    not help (§2.6.3). The reference only rises while the state lasts."""
+    settle_rounds: int = 4
+    """Rounds with nothing to do before ``not_converged`` becomes ``converged`` (§2.6.1)."""
+    capacity_threshold: float = 0.3
+    """A job whose capacity is above this is congested (§2.5.2); eq. 2.4 sizes from it."""
+    step: int = 10
+    """Multiplier of eq. 2.4, used for jobs whose model is not trusted."""
+
+    headroom: float = 0.2
+    """A job growing is sized for this much more than its recent peak input (or its input now,
+    when higher), so that a load moving as it recently did needs no new move."""
+    keep_headroom: float = 0.5
+    """A job giving executors back keeps what meets its SLO at this much more than its recent
+    peak input (scaling down is lazy: the peak, plus a margin, plus ``stabilization_s``)."""
+    drain_s: float = 120.0
+    """A job with a backlog is sized to drain it within this many seconds, on top of its input."""
+    stabilization_s: float = 3600.0
+    """A surplus must last this long before it is given back, and the recent peak input decays
+    with this time constant (the Flink autoscaler's scale-down interval, 1 h). Jobs missing
+    their SLO take surplus executors at once; this only delays returning them to the pool."""
+    give_back_min_fraction: float = 0.2
+    """Give back only when at least this fraction of a job's executors (and at least one) is
+    surplus."""
+    model_min_windows: int = 3
+    """Reports folded into a job's model before it is used."""
+    model_alpha: float = 0.3
+    """Weight of the newest report in a model's moving averages."""
+    model_max_error: float = 0.15
+    """A job's model is used only while its recent prediction error (predicted against measured
+    utility at the job's allocation and input, as a fraction of its priority, averaged with
+    ``model_alpha``) is at most this; otherwise the job is sized by eq. 2.4."""
+    priority_epsilon: float = 1e-6
+    """Utility credited to a job's current allocation in the solver, as a fraction of its
+    priority: among allocations of equal utility the one that moves nothing wins."""
+
+    preempt: bool = True
+    """Take executors from the jobs whose loss costs the least utility per core (lowest
+    priority first) when free cores are not enough; off: grow from free cores only."""
+    judge_by_cause: bool = True
+    """Judge a move against what the moved jobs would have done without it at the input they
+    now have (their models); off: against the utility before the move, as the paper does."""
+    adaptive_quiesce: bool = True
+    """End the quiesce once every moved job reports its new executor count and a further
+    report window has passed; off: always wait ``quiesce_s``."""
+    give_back: bool = True
+    """Take back executors a job has not needed for ``stabilization_s``."""
+
+    def __post_init__(self) -> None:
+        require(self.quiesce_s >= 0, "quiesce_s must be >= 0")
+        require(0 <= self.min_gain <= 1, "min_gain must be in [0, 1]")
+        require(self.blacklist_ttl_s >= 0, "blacklist_ttl_s must be >= 0")
+        require(0 <= self.converged_drop <= 1, "converged_drop must be in [0, 1]")
+        require(self.settle_rounds >= 0, "settle_rounds must be >= 0")
+        require(0 < self.capacity_threshold <= 1, "capacity_threshold must be in (0, 1]")
+        require(self.step >= 1, "step must be >= 1")
+        require(self.headroom >= 0, "headroom must be >= 0")
+        require(self.keep_headroom >= 0, "keep_headroom must be >= 0")
+        require(self.drain_s > 0, "drain_s must be > 0")
+        require(self.stabilization_s >= 0, "stabilization_s must be >= 0")
+        require(0 <= self.give_back_min_fraction < 1, "give_back_min_fraction must be in [0, 1)")
+        require(self.model_min_windows >= 1, "model_min_windows must be >= 1")
+        require(0 < self.model_alpha <= 1, "model_alpha must be in (0, 1]")
+        require(self.model_max_error >= 0, "model_max_error must be >= 0")
+        require(0 <= self.priority_epsilon < 0.01, "priority_epsilon must be in [0, 0.01)")

@@ -1,0 +1,129 @@
+"""What the product policy ``henge`` remembers between rounds, and its JSON form."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scheduler.core.model import ClusterState
+from scheduler.core.policies.henge.model import JobModel
+from scheduler.core.policy import JSONDict
+
+
+@dataclass(frozen=True)
+class MovedJob:
+    """One job of a move: its allocation before and after, and what judging the move needs."""
+
+    before: int
+    after: int
+    utility_before: float
+    predicted_after: float | None
+    """The model's utility at ``after`` when the move was made (``None``: no trusted model)."""
+    rate_before: float | None
+
+
+@dataclass(frozen=True)
+class Move:
+    """The last move, a whole reconfiguration of one or more jobs."""
+
+    at: datetime
+    jobs: Mapping[str, MovedJob]
+    revert: bool = False
+    """The move undid the one before it (it is not judged again)."""
+    judged: bool = False
+    running_since: datetime | None = None
+    """When every moved job first reported its new executor count."""
+
+
+@dataclass(frozen=True)
+class ProductState:
+    cluster_state: ClusterState = ClusterState.NOT_CONVERGED
+    last_move: Move | None = None
+    blacklist: Mapping[str, datetime] = field(default_factory=dict)
+    """Jobs not grown again until the time given (growth did not help them)."""
+    models: Mapping[str, JobModel] = field(default_factory=dict)
+    errors: Mapping[str, float] = field(default_factory=dict)
+    """Per job: the moving average of the model's prediction error (fraction of priority)."""
+    peaks: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """Per job: (recent peak input rate, when it was last updated, epoch seconds)."""
+    surplus_since: Mapping[str, float] = field(default_factory=dict)
+    """Per job: since when (epoch seconds) it has held executors it does not need."""
+    settle_count: int = 0
+    best_fraction: float | None = None
+    """In ``converged``: the best utility fraction since converging (the drop reference)."""
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _time(value: Any) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(str(value))
+
+
+def _opt(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def dump(state: ProductState) -> JSONDict:
+    move = state.last_move
+    return {
+        "cluster_state": state.cluster_state.value,
+        "last_move": None
+        if move is None
+        else {
+            "at": _iso(move.at),
+            "jobs": {
+                k: [j.before, j.after, j.utility_before, j.predicted_after, j.rate_before]
+                for k, j in sorted(move.jobs.items())
+            },
+            "revert": move.revert,
+            "judged": move.judged,
+            "running_since": _iso(move.running_since),
+        },
+        "blacklist": {k: _iso(v) for k, v in sorted(state.blacklist.items())},
+        "models": {k: list(v) for k, v in sorted(state.models.items())},
+        "errors": dict(sorted(state.errors.items())),
+        "peaks": {k: list(v) for k, v in sorted(state.peaks.items())},
+        "surplus_since": dict(sorted(state.surplus_since.items())),
+        "settle_count": state.settle_count,
+        "best_fraction": state.best_fraction,
+    }
+
+
+def load(data: Mapping[str, Any]) -> ProductState:
+    if not data:
+        return ProductState()
+    raw = data.get("last_move")
+    move = None
+    if raw is not None:
+        at = _time(raw["at"])
+        assert at is not None
+        move = Move(
+            at=at,
+            jobs={
+                str(k): MovedJob(int(v[0]), int(v[1]), float(v[2]), _opt(v[3]), _opt(v[4]))
+                for k, v in (raw.get("jobs") or {}).items()
+            },
+            revert=bool(raw.get("revert", False)),
+            judged=bool(raw.get("judged", False)),
+            running_since=_time(raw.get("running_since")),
+        )
+    return ProductState(
+        cluster_state=ClusterState(data.get("cluster_state", ClusterState.NOT_CONVERGED)),
+        last_move=move,
+        blacklist={
+            str(k): datetime.fromisoformat(str(v)) for k, v in (data.get("blacklist") or {}).items()
+        },
+        models={
+            str(k): JobModel(float(v[0]), _opt(v[1]), _opt(v[2]), int(v[3]), _opt(v[4]))
+            for k, v in (data.get("models") or {}).items()
+        },
+        errors={str(k): float(v) for k, v in (data.get("errors") or {}).items()},
+        peaks={str(k): (float(v[0]), float(v[1])) for k, v in (data.get("peaks") or {}).items()},
+        surplus_since={str(k): float(v) for k, v in (data.get("surplus_since") or {}).items()},
+        settle_count=int(data.get("settle_count", 0)),
+        best_fraction=_opt(data.get("best_fraction")),
+    )
