@@ -15,7 +15,9 @@ from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.types import SimResult
 
 # Henge first, then the baselines, so tables read the same way every time.
-POLICY_ORDER = ("henge", "henge-paper", "static", "spark-dra", "dstream-ratio", "ds2", "dhalion")
+POLICY_ORDER = (
+    "henge", "henge-paper", "utilitarian", "static", "spark-dra", "dstream-ratio", "ds2", "dhalion"
+)  # fmt: skip
 
 
 def bench_policies(requested: Sequence[str] | None) -> list[str]:

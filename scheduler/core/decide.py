@@ -57,7 +57,7 @@ class CoreSettings:
         if self.recovery_observe_s < 0:
             raise PolicySettingsError("recovery_observe_s must be >= 0")
         if self.admission not in {"policy", *(r.value for r in AdmissionRule)}:
-            raise PolicySettingsError("admission must be one of policy, slos-met, fits")
+            raise PolicySettingsError("admission must be one of policy, slos-met, fits, priority")
 
     def build_policy(self) -> Policy[Any]:
         return get_policy(self.policy, self.policy_params)

@@ -17,6 +17,7 @@ from scheduler.core.policies.henge import PAPER, paper_policy
 from scheduler.core.policies.henge.product import HengeProductPolicy
 from scheduler.core.policies.spark_dra import SparkDRAPolicy
 from scheduler.core.policies.static import StaticPolicy
+from scheduler.core.policies.utilitarian import UtilitarianPolicy
 from scheduler.core.policy import Policy, PolicySettingsError, UnknownPolicyError
 
 __all__ = [
@@ -37,6 +38,7 @@ _FACTORIES: Mapping[str, Factory] = {
     DStreamRatioPolicy.name: DStreamRatioPolicy.from_params,
     DS2Policy.name: DS2Policy.from_params,
     DhalionPolicy.name: DhalionPolicy.from_params,
+    UtilitarianPolicy.name: UtilitarianPolicy.from_params,
 }
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from datetime import datetime
 
 import pytest
 
-from scheduler.core.model import ActionKind, ClusterState, JobMetrics, JobView
+from scheduler.core.model import ActionKind, ClusterState, JobView
 from scheduler.core.policies.henge import (
     Configuration,
     HengeSettings,
@@ -23,9 +22,20 @@ from scheduler.core.policies.henge import (
     predict,
     smallest,
 )
-from scheduler.core.slo import SLO, utility
+from scheduler.core.slo import SLO
 
-from .henge_builders import T0, at, job, paper, product, run, snapshot
+from .henge_builders import (
+    COST,
+    OVERHEAD,
+    T0,
+    at,
+    job,
+    paper,
+    product,
+    run,
+    snapshot,
+    spark_metrics,
+)
 
 # --------------------------------------------------------------------------------------------
 # eq. 2.4
@@ -56,52 +66,6 @@ def test_eq_2_4_follows_its_settings(threshold: float, step: int, extra: int) ->
 # --------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------
-
-COST = 0.002  # busy core-seconds per row: 500 rows per busy core-second
-OVERHEAD = 0.5  # seconds per batch
-
-
-def spark_metrics(
-    slo: SLO,
-    priority: float,
-    executors: int,
-    rate: float,
-    *,
-    cost: float = COST,
-    overhead: float = OVERHEAD,
-    trigger: float | None = None,
-    batch_rows_cap: float = 10_000.0,
-) -> JobMetrics:
-    """What a Structured Streaming job that follows the model would report."""
-    cores = float(executors)
-    rho = rate * cost / cores
-    if rho >= 1:  # falling behind: batches take what they can, back to back
-        duration = overhead + batch_rows_cap * cost / cores
-        interval = duration
-        processed = batch_rows_cap / duration
-        latency = math.inf
-    else:
-        back_to_back = overhead / (1 - rho)
-        if trigger is not None and trigger >= back_to_back:
-            duration, interval = overhead + rho * trigger, trigger
-        else:
-            duration = interval = back_to_back
-        processed = rate
-        latency = (duration + interval / 2) * 1000
-    juice = min(1.0, processed / rate)
-    busy = processed * cost
-    return JobMetrics(
-        utility=utility(slo, priority, juice, latency if math.isfinite(latency) else 1e9),
-        juice=juice,
-        latency_ms=latency if math.isfinite(latency) else 1e9,
-        capacity=busy / cores,
-        input_rate=rate,
-        processed_rate=processed,
-        mean_batch_s=duration,
-        trigger_interval_s=interval,
-        executors_reported=executors,
-        windows=6,
-    )
 
 
 def model_job(

@@ -84,7 +84,7 @@ class HengeProductPolicy:
     def decide(
         self, snapshot: Snapshot, state: ProductState, now: datetime
     ) -> tuple[Plan, ProductState]:
-        round_ = _Round(self.settings, snapshot, state, now)
+        round_ = ProductRound(self.settings, snapshot, state, now)
         return round_.run(), round_.state
 
     def dump_state(self, state: ProductState) -> JSONDict:
@@ -94,7 +94,7 @@ class HengeProductPolicy:
         return product_state.load(data)
 
 
-class _Round:
+class ProductRound:
     """One round's working memory; ``state`` ends as the state for the next round."""
 
     def __init__(

@@ -1,0 +1,187 @@
+"""The product policy ``henge``: judged by cause, no trap states, priority preemption, whole
+moves, backlog drain sizing; and the allocation solver against brute force."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.core.allocation import JobChoices, solve_choices
+from scheduler.core.model import ActionKind, ClusterState, JobView, Plan
+from scheduler.core.policies.henge.model import JobModel, observe
+from scheduler.core.policies.henge.outlook import demand, executors_needed
+from scheduler.core.policies.henge.product import HengeProductPolicy
+from scheduler.core.policies.henge.product_settings import ProductSettings
+from scheduler.core.policies.henge.product_state import ProductState
+from scheduler.core.slo import SLO
+
+from .henge_builders import at, job, snapshot, spark_metrics
+
+SLO_2S = SLO(latency_ms=2000.0)
+"""With the builders' job model (2 ms of work per row, 0.5 s per batch, batches back to back)
+a 2 s mean latency holds while ρ ≤ 0.625: 4000 rows/s need 12.8 cores."""
+
+
+def streaming(
+    name: str, executors: int, rate: float, *, priority: float = 10.0, **extra: Any
+) -> JobView:
+    """A job whose metrics follow the model at ``executors`` and ``rate``."""
+    base = job(name, priority=priority, executors=executors, slo=SLO_2S, **extra)
+    metrics = spark_metrics(SLO_2S, priority, executors, rate)
+    return replace(base, metrics=metrics)
+
+
+def fitted(views: list[JobView]) -> dict[str, JobModel]:
+    """Models fitted on three reports of each job as it is now."""
+    models: dict[str, JobModel] = {}
+    for k in range(3):
+        for view in views:
+            seen = replace(view, last_report_at=at(-30 + 10 * k))
+            model = observe(models.get(view.job_id), seen, 0.3)
+            assert model is not None
+            models[view.job_id] = model
+    return models
+
+
+def decide(
+    policy: HengeProductPolicy, jobs: list[JobView], state: ProductState, seconds: float, **kw: Any
+) -> tuple[Plan, ProductState]:
+    now = at(seconds)
+    views = [replace(j, last_report_at=now) for j in jobs]
+    return policy.decide(snapshot(views, when=now, **kw), state, now)
+
+
+def targets(plan: Plan) -> dict[str, int]:
+    return {c.job_id: c.to_executors for c in plan.changes}
+
+
+def test_an_input_rise_of_other_jobs_during_quiesce_neither_blacklists_nor_reverts() -> None:
+    policy = HengeProductPolicy()
+    a, b = streaming("a", 4, 4000.0), streaming("b", 13, 2000.0, priority=50.0)
+    state = ProductState(models=fitted([a, b]))
+    plan, state = decide(policy, [a, b], state, 0)
+    grown = targets(plan)
+    assert plan.action is ActionKind.RECONFIGURE and grown["a"] > 13 and "b" not in grown
+
+    # During the quiesce both inputs rise on their own: b misses its SLO now and a, at its new
+    # size, misses by a little. The total fell, but not because of the move.
+    a_after = streaming("a", grown["a"], 4000.0 * 1.3)
+    b_after = streaming("b", 13, 5000.0, priority=50.0)
+    assert a_after.utility < a_after.priority and b_after.utility < b.utility
+    assert a_after.utility + b_after.utility < a.utility + b.utility
+    plan, state = decide(policy, [a_after, b_after], state, 70)
+    assert plan.action is not ActionKind.REVERT
+    assert targets(plan).get("a", grown["a"]) >= grown["a"]
+    assert "a" not in state.blacklist
+
+
+def test_a_job_missing_an_attainable_slo_wakes_a_converged_cluster() -> None:
+    policy = HengeProductPolicy()
+    a = streaming("a", 4, 4000.0)
+    # Converged long ago at a low utility fraction: a drop rule relative to it would never fire.
+    state = ProductState(
+        cluster_state=ClusterState.CONVERGED, best_fraction=0.05, models=fitted([a])
+    )
+    plan, state = decide(policy, [a], state, 0)
+    assert plan.action is ActionKind.RECONFIGURE and targets(plan)["a"] >= 13
+    assert state.cluster_state is ClusterState.NOT_CONVERGED
+
+
+def test_a_full_cluster_wakes_for_executors_a_lower_priority_job_holds() -> None:
+    policy = HengeProductPolicy()
+    hi, lo = streaming("hi", 4, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
+    state = ProductState(cluster_state=ClusterState.CONVERGED, models=fitted([hi, lo]))
+    plan, _ = decide(policy, [hi, lo], state, 0, free=0.0)
+    moved = targets(plan)
+    assert moved["hi"] >= 13 and moved["lo"] < 30
+
+
+def test_executors_come_from_the_lowest_priority_first_never_a_uniform_cut() -> None:
+    policy = HengeProductPolicy()
+    hi = streaming("hi", 4, 4000.0, priority=90.0)  # misses: needs 13
+    mid = streaming("mid", 13, 4000.0, priority=50.0)  # meets at exactly its need
+    lo = streaming("lo", 10, 2000.0, priority=10.0)  # meets; needs 7
+    state = ProductState(models=fitted([hi, mid, lo]))
+    plan, _ = decide(policy, [hi, mid, lo], state, 0, free=0.0)
+    moved = targets(plan)
+    assert "mid" not in moved
+    assert moved["lo"] < 7  # the lowest priority gives way below its own need
+    assert moved["hi"] >= 13
+    held = {j.job_id: j.executors for j in (hi, mid, lo)}
+    assert sum(t - held[k] for k, t in moved.items()) <= 0  # the cluster was full
+
+
+def test_the_surplus_of_a_job_is_given_back_only_after_the_stabilization_window() -> None:
+    policy = HengeProductPolicy(ProductSettings(stabilization_s=600.0))
+    big = streaming("big", 40, 2000.0)  # needs 9 even at 1.5 × its peak
+    state = ProductState(models=fitted([big]))
+    plan, state = decide(policy, [big], state, 0)
+    assert plan.action is ActionKind.NONE
+    plan, state = decide(policy, [big], state, 300)
+    assert plan.action is ActionKind.NONE
+    plan, state = decide(policy, [big], state, 600)
+    assert plan.action is ActionKind.RECONFIGURE and 9 <= targets(plan)["big"] < 40
+
+
+def test_a_backlog_is_sized_to_drain_within_drain_s() -> None:
+    model = fitted([streaming("a", 13, 4000.0)])["a"]
+    quiet = streaming("a", 13, 4000.0)
+    assert executors_needed(model, quiet, 4000.0) == 13
+    behind = replace(quiet, metrics=replace(quiet.metrics, backlog_rows=240_000.0))
+    rate = demand(behind, drain_s=120.0)
+    assert rate == 4000.0 + 2000.0  # 240,000 rows in 120 s on top of the input
+    assert executors_needed(model, behind, rate) == 20  # 6000 × 0.002 / 0.625 = 19.2 cores
+
+
+def test_a_backlogged_job_grows_past_its_bare_need_to_drain_it() -> None:
+    policy = HengeProductPolicy()
+    behind = streaming("a", 4, 4000.0)
+    behind = replace(behind, metrics=replace(behind.metrics, backlog_rows=240_000.0))
+    state = ProductState(models=fitted([streaming("a", 4, 4000.0)]))
+    plan, _ = decide(policy, [behind], state, 0)
+    # 1.2 × 4000 rows/s of headroom plus the drain: 6800 × 0.002 / 0.625 = 21.8 cores.
+    assert targets(plan)["a"] == 22
+
+
+# --------------------------------------------------------------------------------------------
+# The solver against brute force
+# --------------------------------------------------------------------------------------------
+
+
+@st.composite
+def instances(draw: st.DrawFn) -> tuple[list[JobChoices], int]:
+    jobs = []
+    for j in range(draw(st.integers(1, 4))):
+        per_executor = draw(st.integers(1, 3))
+        steps = draw(st.lists(st.integers(1, 4), min_size=0, max_size=4))
+        gains = draw(st.lists(st.floats(0.01, 50.0), min_size=len(steps), max_size=len(steps)))
+        executors, value = draw(st.integers(0, 2)), draw(st.floats(0.0, 10.0))
+        points = [(executors, executors * per_executor, value)]
+        for step, gain in zip(steps, gains, strict=True):
+            executors, value = executors + step, value + gain
+            points.append((executors, executors * per_executor, value))
+        jobs.append(JobChoices(f"j{j}", tuple(points)))
+    lowest = sum(job.points[0][1] for job in jobs)
+    return jobs, lowest + draw(st.integers(0, 30))
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances())
+def test_the_solver_finds_the_brute_force_optimum(instance: tuple[list[JobChoices], int]) -> None:
+    jobs, capacity = instance
+    spare = capacity - sum(job.points[0][1] for job in jobs)
+    best = max(
+        sum(point[2] for point in combo)
+        for combo in itertools.product(*(job.points for job in jobs))
+        if sum(point[1] for point in combo) <= capacity
+    )
+    value, chosen, method = solve_choices(jobs, spare)
+    assert method == "dp"
+    assert value == best or abs(value - best) <= 1e-9 * max(1.0, best)
+    picked = [job.points[i] for job, i in zip(jobs, chosen, strict=True)]
+    assert sum(p[1] for p in picked) <= capacity
+    assert abs(sum(p[2] for p in picked) - value) <= 1e-9 * max(1.0, value)
