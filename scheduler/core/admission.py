@@ -8,9 +8,9 @@ Two rules:
 - ``fits`` (the baselines): a queued job is admitted when its initial executors fit;
 - ``priority`` (``henge``): like ``slos-met``, but only a job of at least the queued job's
   priority that misses its SLO (or is warming up) holds it back, and a job whose initial
-  executors do not fit is still admitted, with those that fit (possibly none), when
-  lower-priority jobs hold enough cores above their minimums to make the rest: the policy then
-  moves them (priority preemption).
+  executors do not fit is still admitted, with those that fit (at least its minimum, which may
+  wait pending), when lower-priority jobs hold enough cores above their minimums to make the
+  rest: the policy then moves them (priority preemption).
 
 "Fit" means each initial executor finds room (cores and memory) on one ready node. Queued jobs
 are considered first registered first; one that does not fit does not block smaller ones behind
@@ -101,8 +101,13 @@ def admit(
             and rule is AdmissionRule.PRIORITY
             and _preemptible(job, running, cluster)
         ):
-            count = room_for(cluster, job.cores_per_executor, job.memory_mb)
-            placed = place_executors(cluster, count, job.cores_per_executor, job.memory_mb)
+            # Its minimum at least (those that find no room wait pending for the executors the
+            # policy moves to it), the rest of its initial executors as far as they fit.
+            fitting = room_for(cluster, job.cores_per_executor, job.memory_mb)
+            count = max(job.min_executors, min(count, fitting))
+            placed = place_executors(
+                cluster, min(count, fitting), job.cores_per_executor, job.memory_mb
+            )
         if placed is None:
             why = (
                 f"waiting: {count} executor(s) of {job.cores_per_executor} core(s) and "

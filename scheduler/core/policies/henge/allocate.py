@@ -33,11 +33,14 @@ class Offer:
     job: JobView
     points: tuple[tuple[int, float], ...]
 
+    @staticmethod
+    def of(job: JobView, points: list[tuple[int, float]]) -> Offer:
+        return Offer(job, tuple(sorted(points)))
+
     def value_at(self, executors: int) -> float:
         """The best value of the points at or below ``executors`` (the lowest point's if none)."""
-        ordered = sorted(self.points)
-        best = ordered[0][1]
-        for count, value in ordered:
+        best = self.points[0][1]
+        for count, value in self.points:
             if count > executors:
                 break
             best = max(best, value)
@@ -76,7 +79,7 @@ def _choices(offer: Offer, unit: int) -> JobChoices:
     """The offer's non-dominated points (more cores must earn more), in solver units."""
     per_executor = offer.job.cores_per_executor // unit
     points: list[tuple[int, int, float]] = []
-    for executors, value in sorted(offer.points):
+    for executors, value in offer.points:
         if points and value <= points[-1][2]:
             continue
         points.append((executors, executors * per_executor, value))

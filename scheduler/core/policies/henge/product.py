@@ -112,6 +112,8 @@ class ProductRound:
         self.notes: list[str] = []
         self._trusted: dict[str, JobModel | None] = {}
         self._needs: dict[str, int | None] = {}
+        self._top_missing = 0.0
+        """The highest priority of a job missing its SLO (set when a move is planned)."""
         """Executors each offered job needs at its demand (``None``: unknown or out of reach)."""
 
     # -- helpers ---------------------------------------------------------------------------
@@ -259,7 +261,7 @@ class ProductRound:
         )
 
     def moved_jobs_running(self, move: Move) -> bool:
-        for job_id, moved in move.jobs.items():
+        for job_id, moved in sorted(move.jobs.items()):
             job = self.by_id.get(job_id)
             if job is None:
                 continue
@@ -285,10 +287,11 @@ class ProductRound:
         if move.revert:
             return None
         actual = without = 0.0
-        for job_id, moved in move.jobs.items():
+        for job_id, moved in sorted(move.jobs.items()):
             job = self.by_id.get(job_id)
             if job is None:
                 continue
+            self.track_error(job)
             counterfactual = self.counterfactual(job, moved)
             if counterfactual is None:
                 continue
@@ -302,6 +305,19 @@ class ProductRound:
             self.notes.append(f"the moved jobs earn {actual:.4g}, {without:.4g} without the move")
             return self.revert(move)
         return None
+
+    def track_error(self, job: JobView) -> None:
+        """Fold a moved job's prediction error in now that its window is all after the move."""
+        model = self.state.models.get(job.job_id)
+        if model is None:
+            return
+        error = self.prediction_error(model, job, None)
+        if error is None:
+            return
+        previous = self.state.errors.get(job.job_id, error)
+        blended = previous + self.s.model_alpha * (error - previous)
+        self.update(errors={**self.state.errors, job.job_id: blended})
+        self._trusted.pop(job.job_id, None)
 
     def counterfactual(self, job: JobView, moved: MovedJob) -> float | None:
         """What ``job`` would earn now without the move, or ``None`` if that is unknown."""
@@ -355,6 +371,10 @@ class ProductRound:
     # -- moving --------------------------------------------------------------------------
 
     def plan_move(self) -> Plan | None:
+        missing = [j.priority for j in self.jobs if not meets_slo(j.utility, j.priority)]
+        if not missing:
+            return None  # nothing to gain: only a job missing its SLO can gain utility
+        self._top_missing = max(missing)
         offers = [self.offer(job) for job in self.jobs]
         allocation = solve(offers, self.snapshot.cluster)
         if allocation is None:
@@ -404,14 +424,20 @@ class ProductRound:
             target = self.untrusted_target(job)
             if can_grow and target is not None and not meets_slo(now, job.priority):
                 points.append((target, job.priority + eps))
-            return Offer(job, tuple(points))
+            return Offer.of(job, points)
         need = executors_needed(model, job, rate)
         self._needs[job.job_id] = need
         ceiling = top if can_grow else job.executors
-        # A job missing its SLO may end anywhere below its need; one meeting it only gives
-        # way, so a coarser curve does.
-        grid = _GROWING_GRID if not meets_slo(now, job.priority) else _GIVING_GRID
-        points = utility_curve(model, job, rate, need, ceiling, grid)
+        # A job missing its SLO may end anywhere below its need; one meeting it only gives way,
+        # so a coarser curve does, and one of at least every missing job's priority never gives
+        # way below its need (whoever it helped would gain no more than it loses).
+        if not meets_slo(now, job.priority):
+            points = utility_curve(model, job, rate, need, ceiling, _GROWING_GRID)
+        elif job.priority < self._top_missing:
+            points = utility_curve(model, job, rate, need, ceiling, _GIVING_GRID)
+        else:
+            low = need if need is not None else job.executors
+            points = [(low, job.priority if need is not None else now)]
         if need is not None and need <= ceiling:
             padded = demand(job, self.s.drain_s, rate=self.grown_rate(job))
             target = executors_needed(model, job, padded) if padded is not None else None
@@ -425,7 +451,7 @@ class ProductRound:
         points.append((job.executors, current + 2 * eps + _HEADROOM_CREDIT * job.priority))
         if not can_grow:
             points = [(n, v) for n, v in points if n <= job.executors]
-        return Offer(job, tuple(points))
+        return Offer.of(job, points)
 
     def grown_rate(self, job: JobView) -> float | None:
         """What a growing job is sized for: its recent peak input (or its input now, when
@@ -488,15 +514,9 @@ class ProductRound:
         moved = {}
         for change in changes:
             job = self.by_id[change.job_id]
-            model = self.trusted(job)
             rate = job.metrics.input_rate if job.metrics is not None else None
-            predicted = (
-                predicted_utility(model, job, change.to_executors, rate)
-                if model is not None and rate is not None
-                else None
-            )
             moved[change.job_id] = MovedJob(
-                change.from_executors, change.to_executors, job.utility, predicted, rate
+                change.from_executors, change.to_executors, job.utility, rate
             )
         self.update(last_move=Move(self.now, moved, revert=revert))
 

@@ -19,8 +19,6 @@ class MovedJob:
     before: int
     after: int
     utility_before: float
-    predicted_after: float | None
-    """The model's utility at ``after`` when the move was made (``None``: no trusted model)."""
     rate_before: float | None
 
 
@@ -76,7 +74,7 @@ def dump(state: ProductState) -> JSONDict:
         else {
             "at": _iso(move.at),
             "jobs": {
-                k: [j.before, j.after, j.utility_before, j.predicted_after, j.rate_before]
+                k: [j.before, j.after, j.utility_before, j.rate_before]
                 for k, j in sorted(move.jobs.items())
             },
             "revert": move.revert,
@@ -104,7 +102,7 @@ def load(data: Mapping[str, Any]) -> ProductState:
         move = Move(
             at=at,
             jobs={
-                str(k): MovedJob(int(v[0]), int(v[1]), float(v[2]), _opt(v[3]), _opt(v[4]))
+                str(k): MovedJob(int(v[0]), int(v[1]), float(v[2]), _opt(v[3]))
                 for k, v in (raw.get("jobs") or {}).items()
             },
             revert=bool(raw.get("revert", False)),
