@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from scheduler.core.model import JobMetrics, JobView
 from scheduler.core.slo import LatencyStat, meets_slo, utility
@@ -43,6 +43,18 @@ class JobModel(NamedTuple):
     windows: int
     last_report: float | None
     """POSIX time of the newest report folded in (a report is folded in once)."""
+
+
+def models_from_json(data: Any) -> dict[str, JobModel]:
+    """Per-job models from their stored form (each a list of its fields, as ``list(model)``)."""
+    return {
+        str(k): JobModel(float(v[0]), _optional(v[1]), _optional(v[2]), int(v[3]), _optional(v[4]))
+        for k, v in (data or {}).items()
+    }
+
+
+def _optional(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _blend(old: float | None, new: float | None, alpha: float) -> float | None:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.core.model import ClusterState
-from scheduler.core.policies.henge.model import JobModel
+from scheduler.core.policies.henge.model import JobModel, models_from_json
 from scheduler.core.policy import JSONDict
 
 
@@ -115,10 +115,7 @@ def load(data: Mapping[str, Any]) -> ProductState:
         blacklist={
             str(k): datetime.fromisoformat(str(v)) for k, v in (data.get("blacklist") or {}).items()
         },
-        models={
-            str(k): JobModel(float(v[0]), _opt(v[1]), _opt(v[2]), int(v[3]), _opt(v[4]))
-            for k, v in (data.get("models") or {}).items()
-        },
+        models=models_from_json(data.get("models")),
         errors={str(k): float(v) for k, v in (data.get("errors") or {}).items()},
         peaks={str(k): (float(v[0]), float(v[1])) for k, v in (data.get("peaks") or {}).items()},
         surplus_since={str(k): float(v) for k, v in (data.get("surplus_since") or {}).items()},

@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from scheduler.core.model import ClusterState
-from scheduler.core.policies.henge.model import JobModel
+from scheduler.core.policies.henge.model import JobModel, models_from_json
 from scheduler.core.policy import JSONDict
 
 
@@ -185,10 +185,5 @@ def load(data: Mapping[str, Any]) -> HengeState:
         settle_count=int(data.get("settle_count", 0)),
         converged_fraction=_opt_float(data.get("converged_fraction")),
         converged_jobs=frozenset(str(j) for j in data.get("converged_jobs") or ()),
-        models={
-            str(k): JobModel(
-                float(v[0]), _opt_float(v[1]), _opt_float(v[2]), int(v[3]), _opt_float(v[4])
-            )
-            for k, v in (data.get("models") or {}).items()
-        },
+        models=models_from_json(data.get("models")),
     )
