@@ -609,12 +609,20 @@ def bench(
     policies: Annotated[
         str | None, typer.Option(help="Comma-separated policies.", show_default="every policy")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Random seed for every run.")] = 1,
+    seeds: Annotated[
+        str, typer.Option(help="Comma-separated seeds: every scenario × policy runs with each.")
+    ] = "1,2,3",
+    seed: Annotated[
+        int | None, typer.Option(help="One seed only (shorthand for --seeds N; wins over it).")
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option(min=1, help="Runs at a time, in worker processes when above 1.")
+    ] = 1,
     out_dir: Annotated[
-        Path, typer.Option("--out", help="Folder for the table, JSON and plots.")
+        Path, typer.Option("--out", help="Folder for the tables, JSON and plots.")
     ] = Path("bench-out"),
 ) -> None:
-    """Run scenarios × policies in the simulator (when no subcommand is given)."""
+    """Run scenarios × policies × seeds in the simulator (when no subcommand is given)."""
     if ctx.invoked_subcommand is not None:
         return
     from scheduler.bench.policies import run_bench
@@ -627,8 +635,20 @@ def bench(
         _load_scenario(name)
     for policy in chosen or []:
         _check_policy(policy, {})
-    table = run_bench(names, chosen, seed, out_dir, console=err)
+    table = run_bench(names, chosen, _seeds(seeds, seed), out_dir, console=err, jobs=jobs)
     out.print(f"wrote {table}")
+
+
+def _seeds(seeds: str, seed: int | None) -> list[int]:
+    if seed is not None:
+        return [seed]
+    try:
+        chosen = [int(s) for s in seeds.split(",") if s.strip()]
+    except ValueError as exc:
+        raise CLIError(f"--seeds takes whole numbers separated by commas, not {seeds!r}") from exc
+    if not chosen or len(set(chosen)) != len(chosen):
+        raise CLIError(f"--seeds needs at least one seed and no seed twice, not {seeds!r}")
+    return chosen
 
 
 def main() -> None:

@@ -1,10 +1,20 @@
-"""``henge bench``: scenarios × policies in the simulator, one table, every run's JSON, plots."""
+"""``henge bench``: scenarios × policies × seeds in the simulator, the tables, every run's JSON,
+plots.
+
+Each run is deterministic, so running them in worker processes (``jobs`` > 1) gives the same
+summaries as running them one after the other; the summaries are kept in the order of the runs,
+not of their completion.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import multiprocessing
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -18,6 +28,7 @@ from scheduler.sim.types import SimResult
 POLICY_ORDER = (
     "henge", "henge-paper", "utilitarian", "static", "spark-dra", "dstream-ratio", "ds2", "dhalion"
 )  # fmt: skip
+DEFAULT_SEEDS = (1, 2, 3)
 
 
 def bench_policies(requested: Sequence[str] | None) -> list[str]:
@@ -27,21 +38,93 @@ def bench_policies(requested: Sequence[str] | None) -> list[str]:
     return [p for p in POLICY_ORDER if p in known] + [p for p in known if p not in POLICY_ORDER]
 
 
+@dataclass(frozen=True)
+class BenchRun:
+    """One (scenario, policy, seed) of the bench."""
+
+    source: str
+    """The scenario as given: a built-in name or a YAML file."""
+    scenario: str
+    """Its name, for file names and tables."""
+    policy: str
+    seed: int
+    plot: bool
+    """Whether to draw its run plot and hand its result back for the scenario's CDF plot."""
+
+    @property
+    def stem(self) -> str:
+        return f"{self.scenario}--{self.policy}--seed{self.seed}"
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    run: BenchRun
+    summary: dict[str, Any]
+    result: SimResult | None
+    """The whole result, for the runs that are plotted (else ``None``: cheaper to send back)."""
+
+
+def bench_runs(
+    scenarios: Sequence[str], policies: Sequence[str], seeds: Sequence[int]
+) -> list[BenchRun]:
+    """Every (scenario, policy, seed), in table order; the first seed's runs are plotted."""
+    names = {source: load_scenario(source).name for source in scenarios}
+    return [
+        BenchRun(source, names[source], policy, seed, plot=seed == seeds[0])
+        for source in scenarios
+        for policy in policies
+        for seed in seeds
+    ]
+
+
+def execute(run: BenchRun, out_dir: Path) -> RunOutput:
+    """Run one (scenario, policy, seed) and write its JSON (and plot)."""
+    result = run_scenario(load_scenario(run.source), run.policy, run.seed)
+    plot = out_dir / "plots" / f"{run.scenario}--{run.policy}.png" if run.plot else None
+    written = write_outputs(result, out_dir / "runs" / f"{run.stem}.json", plot)
+    return RunOutput(run, written.summary, result if run.plot else None)
+
+
+def _quiet_worker() -> None:
+    from scheduler.logs import configure_logging
+
+    configure_logging("warning", "console")  # one log line per round would drown the bar
+
+
+def _outputs(runs: Sequence[BenchRun], out_dir: Path, jobs: int) -> Iterator[RunOutput]:
+    """Each run's output as it completes: in this process for ``jobs`` = 1, else in a pool of
+    ``jobs`` worker processes (started fresh, not forked from this one)."""
+    if jobs <= 1:
+        for run in runs:
+            yield execute(run, out_dir)
+        return
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_quiet_worker) as pool:
+        futures: list[Future[RunOutput]] = [pool.submit(execute, r, out_dir) for r in runs]
+        for future in as_completed(futures):
+            yield future.result()
+
+
 def run_bench(
     scenarios: Sequence[str] | None,
     policies: Sequence[str] | None,
-    seed: int,
+    seeds: Sequence[int],
     out_dir: Path,
     console: Console | None = None,
+    jobs: int = 1,
 ) -> Path:
-    """Run every pair; return the path of the markdown table."""
-    from scheduler.bench.table import compare_henge, markdown_table
+    """Run every (scenario, policy, seed), ``jobs`` at a time; return the path of the markdown
+    tables. Per-run JSON goes to ``runs/<scenario>--<policy>--seed<seed>.json``; the first
+    seed's runs are plotted, with a CDF of SLO satisfaction per scenario."""
+    from scheduler.bench.table import compare_henge, markdown_table, tier_table
     from scheduler.sim.plots import plot_cdf
 
-    names, chosen = scenario_names(scenarios), bench_policies(policies)
+    chosen = bench_policies(policies)
+    runs = bench_runs(scenario_names(scenarios), chosen, seeds)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
-    summaries: list[dict[str, object]] = []
+    summaries: dict[BenchRun, dict[str, Any]] = {}
+    plotted: dict[str, dict[str, SimResult]] = {}
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -49,25 +132,25 @@ def run_bench(
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console or Console(stderr=True)) as bar:
-        task = bar.add_task("bench", total=len(names) * len(chosen))
-        for name in names:
-            scenario = load_scenario(name)
-            results: dict[str, SimResult] = {}
-            for policy in chosen:
-                bar.update(task, description=f"{scenario.name} / {policy}")
-                result = run_scenario(scenario, policy, seed)
-                stem = f"{scenario.name}--{policy}"
-                written = write_outputs(
-                    result, out_dir / "runs" / f"{stem}.json", out_dir / "plots" / f"{stem}.png"
-                )
-                summaries.append(written.summary)
-                results[policy] = result
-                bar.advance(task)
-            plot_cdf(results, out_dir / "plots" / f"{scenario.name}--slo-cdf.png")
+        task = bar.add_task("bench", total=len(runs))
+        for output in _outputs(runs, out_dir, jobs):
+            run = output.run
+            summaries[run] = output.summary
+            if output.result is not None:
+                plotted.setdefault(run.scenario, {})[run.policy] = output.result
+                if len(plotted[run.scenario]) == len(chosen):
+                    by_policy = {p: plotted[run.scenario][p] for p in chosen}
+                    plot_cdf(by_policy, out_dir / "plots" / f"{run.scenario}--slo-cdf.png")
+                    del plotted[run.scenario]
+            bar.update(task, description=f"{run.scenario} / {run.policy} / seed {run.seed}")
+            bar.advance(task)
+    ordered = [summaries[run] for run in runs]
+    seed_text = ",".join(str(s) for s in seeds)
     table = out_dir / "results.md"
     table.write_text(
-        f"# henge bench (seed {seed})\n\n{markdown_table(summaries)}\n\n"
-        f"## henge against henge-paper\n\n{compare_henge(summaries)}\n"
+        f"# henge bench (seeds {seed_text})\n\n{markdown_table(ordered)}\n"
+        f"## SLO satisfaction per priority tier\n\n{tier_table(ordered)}\n"
+        f"## henge against henge-paper (means over seeds)\n\n{compare_henge(ordered)}\n"
     )
-    (out_dir / "summaries.json").write_text(json.dumps(summaries, indent=2) + "\n")
+    (out_dir / "summaries.json").write_text(json.dumps(ordered, indent=2) + "\n")
     return table

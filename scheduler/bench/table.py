@@ -1,8 +1,13 @@
 """Markdown tables and comparisons over ``henge sim --json`` documents (:mod:`summary`).
 
 Several summaries of the same (scenario, policy), e.g. different seeds, make one row: each
-number is the mean over the runs that have it; time to max utility is the mean over the runs
-that reached it, followed by ``(k/n)`` when only k of the n runs did.
+number is the mean over the runs that have it, and the utility and oracle fractions are followed
+by the worst run's in brackets when there are several. Times (to max utility, to recover) are
+the mean over the runs that got there, followed by ``(k/n)`` when only k of the n runs did.
+
+A run's recovery time is the longest over its events (``never`` if it did not recover from one
+of them); a run without events has none. Per tier (the jobs of one priority), the same from the
+events' per-tier times, and the SLO satisfaction from the summary's ``tiers``.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ COLUMNS = (
     "scenario",
     "policy",
     "seeds",
-    "utility fraction",
-    "oracle fraction",
+    "utility fraction mean (worst)",
+    "oracle fraction mean (worst)",
     "SLO mean",
     "SLO p15",
     "SLO p50",
@@ -33,7 +38,34 @@ COLUMNS = (
     "revert",
     "actions",
     "executor core-hours",
+    "recovery (s)",
 )
+TIER_COLUMNS = (
+    "scenario",
+    "policy",
+    "seeds",
+    "tier SLO satisfaction mean (worst)",
+    "tier recovery (s)",
+)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A number over the runs of a row: the mean and the worst (lowest) of those that have it."""
+
+    mean: float | None
+    worst: float | None
+    runs: int
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A time over the runs of a row: the mean over the ``reached`` runs that got there, of
+    ``runs`` runs that measure it (0: nothing to measure, e.g. no events)."""
+
+    mean: float | None
+    reached: int
+    runs: int
 
 
 @dataclass(frozen=True)
@@ -43,18 +75,25 @@ class Row:
     scenario: str
     policy: str
     seeds: tuple[Any, ...]
-    utility_fraction: float | None
-    oracle_fraction: float | None
+    utility_fraction: Spread
+    oracle_fraction: Spread
     slo: dict[str, float | None]
-    time_to_max_s: float | None
-    reached: int
+    time_to_max: Timed
     actions: dict[str, float | None]
     core_hours: float | None
     integral: float | None
+    recovery: Timed
+    tiers: dict[str, Spread]
+    """Tier name → SLO satisfaction, highest priority first."""
+    tier_recovery: dict[str, Timed]
 
     @property
     def runs(self) -> int:
         return len(self.seeds)
+
+    @property
+    def time_to_max_s(self) -> float | None:
+        return self.time_to_max.mean
 
 
 def policy_order(policy: str) -> tuple[int, str]:
@@ -77,24 +116,63 @@ def _mean(values: Sequence[Any]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def _spread(values: Sequence[Any]) -> Spread:
+    present = [float(v) for v in values if v is not None]
+    return Spread(_mean(present), min(present) if present else None, len(present))
+
+
+def _timed(values: Sequence[float | None], runs: int) -> Timed:
+    return Timed(_mean(values), sum(v is not None for v in values), runs)
+
+
+def _longest(times: Sequence[float | None]) -> float | None:
+    """The longest of a run's recovery times; ``None`` when one of them never came."""
+    if any(t is None for t in times):
+        return None
+    return max(float(t) for t in times if t is not None)
+
+
+def _tier_names(group: Sequence[Mapping[str, Any]]) -> list[str]:
+    names = {key for s in group for key in s.get("tiers", {})}
+    return sorted(names, key=float, reverse=True)
+
+
 def _merge(scenario: str, policy: str, group: Sequence[Mapping[str, Any]]) -> Row:
-    times = [s.get("time_to_max_utility_s") for s in group]
+    with_events = [s["events"] for s in group if s.get("events")]
+    tiers = _tier_names(group)
     return Row(
         scenario=scenario,
         policy=policy,
         seeds=tuple(s.get("seed") for s in group),
-        utility_fraction=_mean([s["utility"].get("fraction") for s in group]),
-        oracle_fraction=_mean([s["utility"].get("oracle_fraction") for s in group]),
+        utility_fraction=_spread([s["utility"].get("fraction") for s in group]),
+        oracle_fraction=_spread([s["utility"].get("oracle_fraction") for s in group]),
         slo={
             key: _mean([s["slo_satisfaction"].get(key) for s in group])
             for key in ("mean", "p15", "p50", "p90")
         },
-        time_to_max_s=_mean(times),
-        reached=sum(t is not None for t in times),
+        time_to_max=_timed([s.get("time_to_max_utility_s") for s in group], len(group)),
         actions={kind: _mean([s["actions"].get(kind) for s in group]) for kind in KINDS},
         core_hours=_mean([s.get("executor_core_hours") for s in group]),
         integral=_mean([s["utility"].get("integral") for s in group]),
+        recovery=_timed(
+            [_longest([e.get("recovered_after_s") for e in events]) for events in with_events],
+            len(with_events),
+        ),
+        tiers={
+            key: _spread([s.get("tiers", {}).get(key, {}).get("mean") for s in group])
+            for key in tiers
+        },
+        tier_recovery={key: _tier_recovery(key, with_events) for key in tiers},
     )
+
+
+def _tier_recovery(key: str, with_events: Sequence[Sequence[Mapping[str, Any]]]) -> Timed:
+    """Per run, the longest recovery of tier ``key`` over the events it was present for."""
+    per_run = [
+        [e["tiers"][key] for e in events if key in e.get("tiers", {})] for events in with_events
+    ]
+    measured = [times for times in per_run if times]
+    return _timed([_longest(times) for times in measured], len(measured))
 
 
 def _num(value: float | None, digits: int) -> str:
@@ -109,30 +187,69 @@ def _count(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
 
 
-def _time(row: Row, unit: str = "") -> str:
-    if row.time_to_max_s is None:
+def _time(timed: Timed, unit: str = "") -> str:
+    if timed.runs == 0:
+        return MISSING
+    if timed.mean is None:
         return "never"
-    text = f"{row.time_to_max_s:.0f}{unit}"
-    return text if row.reached == row.runs else f"{text} ({row.reached}/{row.runs})"
+    text = f"{timed.mean:.0f}{unit}"
+    return text if timed.reached == timed.runs else f"{text} ({timed.reached}/{timed.runs})"
+
+
+def _fraction(spread: Spread) -> str:
+    """``mean (worst)``, or just the value when one run has it."""
+    text = _num(spread.mean, 3)
+    return text if spread.runs <= 1 else f"{text} ({_num(spread.worst, 3)})"
+
+
+def _table(columns: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines.extend("| " + " | ".join(row) + " |" for row in cells)
+    return "\n".join(lines) + "\n"
+
+
+def _seeds(row: Row) -> str:
+    return ",".join(str(seed) for seed in row.seeds)
 
 
 def markdown_table(summaries: Sequence[Mapping[str, Any]]) -> str:
     """A Markdown table, one row per (scenario, policy); see :data:`COLUMNS`."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for row in rows(summaries):
-        cells = [
+    cells = [
+        [
             row.scenario,
             row.policy,
-            ",".join(str(seed) for seed in row.seeds),
-            _num(row.utility_fraction, 3),
-            _num(row.oracle_fraction, 3),
+            _seeds(row),
+            _fraction(row.utility_fraction),
+            _fraction(row.oracle_fraction),
             *(_num(row.slo[key], 3) for key in ("mean", "p15", "p50", "p90")),
-            _time(row),
+            _time(row.time_to_max),
             *(_count(row.actions[kind]) for kind in KINDS),
             _num(row.core_hours, 2),
+            _time(row.recovery),
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        for row in rows(summaries)
+    ]
+    return _table(COLUMNS, cells)
+
+
+def tier_table(summaries: Sequence[Mapping[str, Any]]) -> str:
+    """A Markdown table of SLO satisfaction and recovery per priority tier, one row per
+    (scenario, policy), tiers highest priority first; see :data:`TIER_COLUMNS`."""
+    cells = [
+        [
+            row.scenario,
+            row.policy,
+            _seeds(row),
+            " · ".join(f"{key}: {_fraction(spread)}" for key, spread in row.tiers.items())
+            or MISSING,
+            " · ".join(
+                f"{key}: {_time(timed)}" for key, timed in row.tier_recovery.items() if timed.runs
+            )
+            or MISSING,
+        ]
+        for row in rows(summaries)
+    ]
+    return _table(TIER_COLUMNS, cells)
 
 
 def _winner(a: float | None, b: float | None, *, lower_wins: bool) -> str:
@@ -173,8 +290,8 @@ def compare_henge(summaries: Sequence[Mapping[str, Any]]) -> str:
             ),
             _part(
                 "time to max utility",
-                _time(henge, " s"),
-                _time(paper, " s"),
+                _time(henge.time_to_max, " s"),
+                _time(paper.time_to_max, " s"),
                 _winner(henge.time_to_max_s, paper.time_to_max_s, lower_wins=True),
             ),
             _part(

@@ -17,8 +17,10 @@ from scheduler.sim.scenario import (
     Event,
     Interference,
     NodeLoss,
+    Scenario,
     Spike,
 )
+from scheduler.sim.types import EventMark
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,12 @@ class ClusterChange:
     fail: tuple[str, ...] = ()
     restore: tuple[str, ...] = ()
     slowdown: tuple[tuple[str, float], ...] = ()
+
+
+def effective_at(at_s: float, sub_window_s: float) -> float:
+    """The sub-window boundary at or after ``at_s``, when a cluster event or an arrival takes
+    effect."""
+    return math.ceil(at_s / sub_window_s - 1e-9) * sub_window_s
 
 
 def spikes(events: Iterable[Event]) -> list[Spike]:
@@ -80,3 +88,51 @@ def ready_cores_at(cluster: ClusterSpec, events: Iterable[Event], t: float) -> f
         if loss.at_s <= t and (loss.duration_s is None or t < loss.at_s + loss.duration_s):
             down.update(loss.nodes)
     return sum(n.cores for n in cluster.nodes if n.name not in down)
+
+
+def event_marks(scenario: Scenario) -> tuple[EventMark, ...]:
+    """The moments the scenario changes the world while the scheduler acts, counted from its
+    start (``scheduler_start_s``), at the time each takes effect: spikes and collector outages
+    at their exact times, node loss, interference and arrivals at the next sub-window boundary.
+    Jobs present from time zero do not arrive; moments before the scheduler starts or after
+    the end are left out."""
+    sub = scenario.sub_window_s
+    raw: list[tuple[str, float, tuple[str, ...]]] = []
+    for event in scenario.events:
+        end = None if event.duration_s is None else event.at_s + event.duration_s
+        if isinstance(event, Spike | CollectorOutage):
+            start_at, end_at, subject = event.at_s, end, event.jobs
+        else:
+            start_at = effective_at(event.at_s, sub)
+            end_at = None if end is None else effective_at(end, sub)
+            subject = event.nodes
+        kind = _KIND[type(event)]
+        raw.append((f"{kind}_start", start_at, subject))
+        if end_at is not None:
+            raw.append((f"{kind}_end", end_at, subject))
+    raw.extend(
+        ("arrival", effective_at(job.arrives_at_s, sub), (job.name,))
+        for job in scenario.jobs
+        if job.arrives_at_s > 0
+    )
+    begin, finish = scenario.scheduler_start_s, scenario.duration_s
+    merged: dict[tuple[float, str], tuple[str, ...]] = {}
+    for kind, at, subject in sorted(raw, key=lambda r: r[1]):
+        if not begin <= at < finish:
+            continue
+        # One mark for what happens together (a wave of arrivals); an empty subject is "all".
+        earlier = merged.get((at, kind))
+        merged[at, kind] = subject if earlier is None else _union(earlier, subject)
+    return tuple(EventMark(kind, at - begin, subject) for (at, kind), subject in merged.items())
+
+
+_KIND: dict[type, str] = {
+    Spike: "spike",
+    Interference: "interference",
+    NodeLoss: "node_loss",
+    CollectorOutage: "collector_outage",
+}
+
+
+def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    return () if not a or not b else (*a, *(x for x in b if x not in a))

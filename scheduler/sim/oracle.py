@@ -13,7 +13,7 @@ fallback is not; see :func:`greedy_allocation`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
@@ -111,14 +111,29 @@ class OracleTracker:
         self.computations = 0
         self._key: tuple[int, tuple[str, ...]] | None = None
         self._value = 0.0
+        self._jobs: Mapping[str, float] = {}
 
     def utility(self, specs_present: Sequence[SimJobSpec], now: datetime) -> float:
+        self._refresh(specs_present, now)
+        return self._value
+
+    def job_utilities(
+        self, specs_present: Sequence[SimJobSpec], now: datetime
+    ) -> Mapping[str, float]:
+        """Each present job's true utility in the oracle's allocation (same bucket rule)."""
+        self._refresh(specs_present, now)
+        return self._jobs
+
+    def _refresh(self, specs_present: Sequence[SimJobSpec], now: datetime) -> None:
         bucket = math.floor((now - self.world.start).total_seconds() / self.step_s)
         key = (bucket, tuple(sorted(s.name for s in specs_present)))
-        if key != self._key:
-            self._value = oracle_utility(
-                self.world, specs_present, now, max_dp_cells=self.max_dp_cells
-            )
-            self._key = key
-            self.computations += 1
-        return self._value
+        if key == self._key:
+            return
+        solution = solve(self.world, specs_present, now, max_dp_cells=self.max_dp_cells)
+        self._value = solution.utility
+        self._jobs = {
+            name: self.world.true_utility(name, count, now) if count > 0 else 0.0
+            for name, count in solution.executors.items()
+        }
+        self._key = key
+        self.computations += 1

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scheduler.sim.events import event_marks
 from scheduler.sim.runner import Progress, RunSettings, simulate
 from scheduler.sim.scenario import Scenario
 from scheduler.sim.scenario_file import load_scenario
@@ -43,6 +44,7 @@ def run_scenario(
         policy_params=policy_params,
         oracle=oracle,
         progress=progress,
+        events=event_marks(scenario),
     )
 
 

@@ -22,7 +22,14 @@ from scheduler.round.loop import LoopSettings, RoundOutcome, SchedulerLoop, acti
 from scheduler.round.store import JobRecord, RoundStore
 from scheduler.sim.memory_round_store import MemoryRoundStore
 from scheduler.sim.oracle import OracleTracker
-from scheduler.sim.types import ActionEvent, RoundSample, SimJobSpec, SimResult, World
+from scheduler.sim.types import (
+    ActionEvent,
+    EventMark,
+    RoundSample,
+    SimJobSpec,
+    SimResult,
+    World,
+)
 
 Progress = Callable[[float], None]
 """Called with the fraction of the run done."""
@@ -244,6 +251,9 @@ class Simulation:
             oracle_utility=self.oracle.utility(specs, self.clock.now) if self.oracle else None,
             utilities=utilities,
             executors=dict(self.targets),
+            oracle_utilities=(
+                self.oracle.job_utilities(specs, self.clock.now) if self.oracle else None
+            ),
         )
 
 
@@ -258,8 +268,10 @@ def simulate(
     core_overrides: Mapping[str, Any] | None = None,
     oracle: bool = True,
     progress: Progress | None = None,
+    events: Sequence[EventMark] = (),
 ) -> SimResult:
-    """Run ``world`` under ``policy`` and return what happened."""
+    """Run ``world`` under ``policy`` and return what happened; ``events`` (the scenario's, for
+    recovery times) are passed through to the result."""
     started = time.perf_counter()
     core = CoreSettings(policy=policy, policy_params=dict(policy_params or {}),
                         **dict(core_overrides or {}))  # fmt: skip
@@ -276,4 +288,5 @@ def simulate(
         actions=tuple(actions),
         executor_core_seconds=run.core_seconds,
         wall_seconds=time.perf_counter() - started,
+        events=tuple(events),
     )

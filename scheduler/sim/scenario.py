@@ -17,6 +17,7 @@ from scheduler.sim.scenario_keys import ScenarioError
 from scheduler.sim.types import SimJobSpec
 
 __all__ = [
+    "BurstSpec",
     "ClusterSpec",
     "CollectorOutage",
     "Event",
@@ -99,6 +100,20 @@ class TraceSpec:
     compression: float = 60.0
     """Simulated seconds per trace minute (60: real time; 10: the paper's hour in 10 min)."""
     start_minute: int = 0
+    jitter_minutes: int = 0
+    """Per seed and job, ``start_minute`` moves on by a whole number of minutes drawn uniformly
+    in ``[0, jitter_minutes)``; 0: no draw, the trace starts at ``start_minute``."""
+
+
+@dataclass(frozen=True)
+class BurstSpec:
+    """Short random bursts on top of an input, drawn per seed and job: burst starts form a
+    Poisson process of ``per_hour`` a simulated hour, counted from the end of the previous
+    burst (bursts do not overlap); during one the rate is multiplied by ``factor``."""
+
+    per_hour: float
+    factor: float
+    duration_s: float
 
 
 @dataclass(frozen=True)
@@ -109,6 +124,8 @@ class InputSpec:
     steps: tuple[tuple[float, float], ...] = ()
     """``(t_s, rate)`` pairs, the first at t = 0."""
     trace: TraceSpec | None = None
+    bursts: BurstSpec | None = None
+    """Random bursts on top of whichever rate is given (``None``: none, no draws)."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 from scheduler.core.slo import SLOError, slo_from_mapping, validate_priority, validate_slo
 from scheduler.sim.inputs import find_trace, load_trace
 from scheduler.sim.scenario import (
+    BurstSpec,
     CollectorOutage,
     Event,
     ExecutorSpec,
@@ -273,15 +274,26 @@ def _explicit_stages(data: Any, key: str, partitions: int) -> tuple[StageSpec, .
 
 
 def _parse_input(data: Any, key: str, base_dir: Path) -> InputSpec:
-    f = Fields(data, key, ("constant", "steps", "trace"))
+    f = Fields(data, key, ("constant", "steps", "trace", "bursts"))
     given = [k for k in ("constant", "steps", "trace") if f.has(k)]
     if len(given) != 1:
         raise ScenarioError(key, "needs exactly one of constant, steps, trace")
+    bursts = _parse_bursts(f.child("bursts"), f.key("bursts")) if f.has("bursts") else None
     if given[0] == "constant":
-        return InputSpec(constant=f.number("constant", minimum=0.0))
+        return InputSpec(constant=f.number("constant", minimum=0.0), bursts=bursts)
     if given[0] == "steps":
-        return InputSpec(steps=_parse_steps(f.child("steps"), f.key("steps")))
-    return InputSpec(trace=_parse_trace(f.child("trace"), f.key("trace"), base_dir))
+        return InputSpec(steps=_parse_steps(f.child("steps"), f.key("steps")), bursts=bursts)
+    trace = _parse_trace(f.child("trace"), f.key("trace"), base_dir)
+    return InputSpec(trace=trace, bursts=bursts)
+
+
+def _parse_bursts(data: Any, key: str) -> BurstSpec:
+    f = Fields(data, key, ("per_hour", "factor", "duration_s"))
+    return BurstSpec(
+        per_hour=f.number("per_hour", positive=True),
+        factor=f.number("factor", positive=True),
+        duration_s=f.number("duration_s", positive=True),
+    )
 
 
 def _parse_steps(data: Any, key: str) -> tuple[tuple[float, float], ...]:
@@ -301,7 +313,7 @@ def _parse_steps(data: Any, key: str) -> tuple[tuple[float, float], ...]:
 
 
 def _parse_trace(data: Any, key: str, base_dir: Path) -> TraceSpec:
-    f = Fields(data, key, ("file", "scale", "compression", "start_minute"))
+    f = Fields(data, key, ("file", "scale", "compression", "start_minute", "jitter_minutes"))
     name = f.string("file")
     path = find_trace(name, base_dir)
     if path is None:
@@ -318,6 +330,7 @@ def _parse_trace(data: Any, key: str, base_dir: Path) -> TraceSpec:
         scale=f.number("scale", 1.0, positive=True),
         compression=f.number("compression", 60.0, positive=True),
         start_minute=start,
+        jitter_minutes=f.integer("jitter_minutes", 0, minimum=0),
     )
 
 

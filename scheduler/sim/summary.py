@@ -15,10 +15,20 @@ Definitions (only the scheduler's part of the run counts: samples and actions wi
 - ``actions``: counts by kind; ``total`` = reconfigure + reduce + revert. Admissions are counted
   under ``admit`` and any other kind under ``other``, neither in ``total``.
 - ``executor_core_hours``: the result's executor core-seconds / 3600.
+- ``tiers``: per priority (``"90"``), highest first, ``jobs`` (its jobs) and ``mean``, the
+  time-weighted mean of the tier's utility / maximum over the samples where its jobs are present
+  (:mod:`scheduler.sim.tiers`).
+- ``events``: per scenario event while the scheduler acts (input spike start and end, node loss
+  and interference start and end, collector outage start and end, arrivals): ``kind``, ``at_s``
+  (from the scheduler's start), ``subject`` (jobs or nodes; empty: all), ``recovered_after_s``
+  (until every job meets its SLO again, or the total is within 1 % of the oracle's when they
+  cannot all be met, and stays so for 300 s or up to the next event; ``null`` if not by then)
+  and ``tiers``, the same per tier (:mod:`scheduler.sim.recovery`).
 - per job: ``mean_utility_fraction`` is the time-weighted mean of utility / priority over the
   samples where the job is present (``null`` if none); ``actions`` counts its reconfigure,
   reduce and revert actions; ``final_executors`` is its executor count in the last sample that
-  has it (``null`` if none).
+  has it (``null`` if none); ``model_error``, only when the result carries one for the job
+  (the policy's model against the truth), is passed through.
 
 Floats are rounded to 6 significant digits so that the JSON is stable. Wall-clock values live
 under the top-level ``"wall"`` key, which a determinism check drops.
@@ -26,12 +36,14 @@ under the top-level ``"wall"`` key, which a determinism check drops.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from scheduler.sim.held_samples import scheduler_samples, weighted_mean
+from scheduler.sim.recovery import recoveries
+from scheduler.sim.tiers import tier_satisfaction
 from scheduler.sim.types import RoundSample, SimResult
 
 COUNTED_KINDS = ("reconfigure", "reduce", "revert")
@@ -47,15 +59,6 @@ def sig(value: float | None, digits: int = SIGNIFICANT_DIGITS) -> float | None:
     return float(f"{value:.{digits}g}")
 
 
-def scheduler_samples(result: SimResult) -> list[tuple[RoundSample, float]]:
-    """The samples with ``t_s >= 0`` in time order, each with the seconds it holds for."""
-    samples = sorted((s for s in result.samples if s.t_s >= 0), key=lambda s: s.t_s)
-    durations = [b.t_s - a.t_s for a, b in itertools.pairwise(samples)]
-    if samples:
-        durations.append(result.round_interval_s)
-    return list(zip(samples, durations, strict=True))
-
-
 def satisfaction_points(result: SimResult) -> list[tuple[float, float]]:
     """(SLO satisfaction, weight in seconds) for each counted sample with a job present."""
     return [
@@ -63,14 +66,6 @@ def satisfaction_points(result: SimResult) -> list[tuple[float, float]]:
         for s, weight in scheduler_samples(result)
         if s.max_utility > 0
     ]
-
-
-def weighted_mean(points: Iterable[tuple[float, float]]) -> float | None:
-    pairs = list(points)
-    total_weight = sum(w for _, w in pairs)
-    if total_weight <= 0:
-        return None
-    return sum(v * w for v, w in pairs) / total_weight
 
 
 def weighted_quantile(points: Sequence[tuple[float, float]], q: float) -> float | None:
@@ -104,9 +99,33 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "rounds": len(held),
         "actions": _action_counts(a.kind for a in actions),
         "executor_core_hours": sig(result.executor_core_seconds / 3600.0),
+        "tiers": _tiers(result, held),
+        "events": _events(result),
         "jobs": _jobs(result, held),
         "wall": {"seconds": sig(result.wall_seconds)},
     }
+
+
+def _tiers(
+    result: SimResult, held: Sequence[tuple[RoundSample, float]]
+) -> dict[str, dict[str, Any]]:
+    return {
+        key: {"mean": sig(mean), "jobs": list(names)}
+        for key, (mean, names) in tier_satisfaction(result.jobs, held).items()
+    }
+
+
+def _events(result: SimResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": r.mark.kind,
+            "at_s": sig(r.mark.t_s),
+            "subject": list(r.mark.subject),
+            "recovered_after_s": sig(r.after_s),
+            "tiers": {key: sig(after) for key, after in r.tiers.items()},
+        }
+        for r in recoveries(result)
+    ]
 
 
 def _utility(held: Sequence[tuple[RoundSample, float]]) -> dict[str, float | None]:
@@ -162,13 +181,14 @@ def _jobs(result: SimResult, held: Sequence[tuple[RoundSample, float]]) -> list[
         final = next(
             (s.executors[spec.name] for s in reversed(every) if spec.name in s.executors), None
         )
-        jobs.append(
-            {
-                "name": spec.name,
-                "priority": sig(spec.priority),
-                "mean_utility_fraction": sig(weighted_mean(fractions)),
-                "actions": counted[spec.name],
-                "final_executors": final,
-            }
-        )
+        entry: dict[str, Any] = {
+            "name": spec.name,
+            "priority": sig(spec.priority),
+            "mean_utility_fraction": sig(weighted_mean(fractions)),
+            "actions": counted[spec.name],
+            "final_executors": final,
+        }
+        if spec.name in result.model_errors:
+            entry["model_error"] = {k: sig(v) for k, v in result.model_errors[spec.name].items()}
+        jobs.append(entry)
     return jobs

@@ -82,6 +82,8 @@ class RoundSample:
     oracle_utility: float | None
     utilities: Mapping[str, float]
     executors: Mapping[str, int]
+    oracle_utilities: Mapping[str, float] | None = None
+    """Each present job's utility in the oracle's allocation (``None`` without the oracle)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,18 @@ class ActionEvent:
     from_executors: int
     to_executors: int
     reason: str
+
+
+@dataclass(frozen=True)
+class EventMark:
+    """A moment the world changed under the scheduler (an input spike starting or ending, a
+    node lost or back, a job arriving, ...), for recovery times. ``t_s`` counts from the
+    scheduler's start, at the moment the change takes effect."""
+
+    kind: str
+    t_s: float
+    subject: tuple[str, ...] = ()
+    """The jobs or nodes it concerns; empty: all."""
 
 
 @dataclass(frozen=True)
@@ -109,3 +123,9 @@ class SimResult:
     """Cores held by placed executors, integrated over the scheduler's part of the run."""
     wall_seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    events: tuple[EventMark, ...] = ()
+    """The scenario's events and arrivals during the run, in time order."""
+    model_errors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Per job, how far the policy's model of the job was from the truth, when the policy
+    measures it (empty otherwise); the summary passes it through as each job's
+    ``model_error``."""

@@ -5,12 +5,12 @@ Time advances in sub-windows from simulated time zero (``start``). Each sub-wind
 events and job arrivals due by its start are applied, then every arrived job runs its
 micro-batches through the window and makes one report (DESIGN §5.1), unless a collector outage
 silences it. Deterministic for a given seed: every job draws its noise from its own
-``random.Random`` seeded with the seed and its name.
+``random.Random`` seeded with the seed and its name, and the variation of its input a scenario
+asks for from others (:mod:`scheduler.sim.variation`).
 """
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -22,6 +22,7 @@ from scheduler.sim.cluster import Cluster
 from scheduler.sim.events import (
     ClusterChange,
     cluster_changes,
+    effective_at,
     outages,
     ready_cores_at,
     silent,
@@ -29,8 +30,9 @@ from scheduler.sim.events import (
 )
 from scheduler.sim.inputs import RateSchedule, schedule_for
 from scheduler.sim.jobs import JobConstants, JobRun
-from scheduler.sim.scenario import JobScenario, Scenario
+from scheduler.sim.scenario import JobScenario, Scenario, Spike
 from scheduler.sim.types import SimJobSpec, World
+from scheduler.sim.variation import seeded_input
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 _EPS = 1e-6
@@ -48,7 +50,7 @@ class SimWorld:
         events = scenario.events
         self._models = {j.name: JobConstants(j) for j in scenario.jobs}
         self._schedules: dict[str, RateSchedule] = {
-            j.name: schedule_for(j.input, j.name, spikes(events), horizon) for j in scenario.jobs
+            j.name: self._schedule(j, spikes(events), horizon) for j in scenario.jobs
         }
         self._arrivals: list[JobScenario] = sorted(scenario.jobs, key=lambda j: j.arrives_at_s)
         self._changes: list[ClusterChange] = cluster_changes(events, scenario.cluster)
@@ -113,9 +115,13 @@ class SimWorld:
         return (now - self.start).total_seconds()
 
     def _due(self, at_s: float) -> float:
-        """The sub-window boundary at or after ``at_s``, when events take effect."""
-        sub = self.scenario.sub_window_s
-        return math.ceil(at_s / sub - 1e-9) * sub
+        return effective_at(at_s, self.scenario.sub_window_s)
+
+    def _schedule(self, job: JobScenario, spikes: list[Spike], horizon: float) -> RateSchedule:
+        """The job's input for this seed: its own variation (trace offset, bursts) drawn, then
+        the scenario's spikes and the bursts multiplied in."""
+        seeded = seeded_input(job.input, job.name, self.seed, self.scenario.duration_s)
+        return schedule_for(seeded.spec, job.name, [*spikes, *seeded.bursts], horizon)
 
     def _apply_until(self, t: float) -> None:
         while self._changes and self._due(self._changes[0].at_s) <= t + _EPS:

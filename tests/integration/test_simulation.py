@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from rich.console import Console
 
+from scheduler.bench.policies import run_bench
 from scheduler.core.slo import meets_slo
 from scheduler.sim.run import run_scenario
-from scheduler.sim.scenario import Scenario
-from scheduler.sim.scenario_file import load_scenario
+from scheduler.sim.scenario import JobScenario, Scenario
+from scheduler.sim.scenario_file import SCENARIO_DIR, load_scenario
 from scheduler.sim.summary import summarize
 from scheduler.sim.types import SimResult
 from scheduler.sim.world import build_world
@@ -149,3 +152,65 @@ def test_a_scenario_file_with_an_error_gets_one_line_naming_the_key(tmp_path: Pa
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert "jobs[0].input.constant" in lines[0] and "Traceback" not in done.stderr
+
+
+def _shortened(name: str, folder: Path, duration_s: float) -> Path:
+    """A copy of a built-in scenario file that ends at ``duration_s``."""
+    document = yaml.safe_load((SCENARIO_DIR / f"{name}.yaml").read_text())
+    document["duration_s"] = duration_s
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _arrived_rows(scenario: Scenario, seed: int, seconds: float) -> list[float]:
+    world = build_world(scenario, seed)
+    reports = world.advance(world.start + timedelta(seconds=seconds))
+    return [doc["sources"][0]["arrived_rows"] for _, doc in reports]
+
+
+def _varying(scenario: Scenario, *, jitter: bool, bursts: bool) -> Scenario:
+    """``scenario`` without noise, keeping only the chosen kinds of seed-dependent input."""
+
+    def job(j: JobScenario) -> JobScenario:
+        trace = j.input.trace
+        if trace is not None and not jitter:
+            trace = dataclasses.replace(trace, jitter_minutes=0)
+        spec = dataclasses.replace(j.input, trace=trace, bursts=j.input.bursts if bursts else None)
+        return dataclasses.replace(j, noise=0.0, input=spec)
+
+    return dataclasses.replace(scenario, jobs=tuple(job(j) for j in scenario.jobs))
+
+
+def test_seeds_vary_trace_offsets_and_bursts_and_the_same_seed_repeats() -> None:
+    full = load_scenario("bursty")
+    scenario = dataclasses.replace(full, duration_s=full.scheduler_start_s + 1800)
+    first = summarize(run_scenario(scenario, "dhalion", seed=4))
+    again = summarize(run_scenario(scenario, "dhalion", seed=4))
+    assert json.dumps(without_wall_clock(first)) == json.dumps(without_wall_clock(again))
+    # Without noise, the inputs differ between seeds through each kind of variation alone...
+    for jitter, bursts in ((True, False), (False, True)):
+        varied = _varying(scenario, jitter=jitter, bursts=bursts)
+        assert _arrived_rows(varied, 4, 1800) != _arrived_rows(varied, 5, 1800)
+    # ... and without either they do not.
+    fixed = _varying(scenario, jitter=False, bursts=False)
+    assert _arrived_rows(fixed, 4, 1800) == _arrived_rows(fixed, 5, 1800)
+
+
+def test_bench_in_two_processes_gives_the_summaries_of_one(tmp_path: Path) -> None:
+    scenarios = [str(_shortened(n, tmp_path, 1500)) for n in ("tiers-spike", "flash-crowd")]
+    outputs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs-{jobs}"
+        table = run_bench(scenarios, ["henge"], [1, 2], out, console=Console(quiet=True), jobs=jobs)
+        summaries = json.loads((out / "summaries.json").read_text())
+        outputs[jobs] = ([without_wall_clock(s) for s in summaries], table.read_text())
+        assert len(summaries) == 4
+        assert sorted(p.name for p in (out / "runs").iterdir()) == [
+            f"{n}--henge--seed{seed}.json"
+            for n in ("flash-crowd", "tiers-spike")
+            for seed in (1, 2)
+        ]
+    assert outputs[1] == outputs[2]
+    table = outputs[2][1]
+    assert "# henge bench (seeds 1,2)" in table and "SLO satisfaction per priority tier" in table

@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from scheduler.bench.table import COLUMNS, compare_henge, markdown_table, rows
+from scheduler.bench.table import (
+    COLUMNS,
+    TIER_COLUMNS,
+    compare_henge,
+    markdown_table,
+    rows,
+    tier_table,
+)
 
 
 def summary(
@@ -20,9 +27,22 @@ def summary(
     time_to_max: float | None = 120.0,
     actions: tuple[int, int, int] = (3, 1, 0),
     core_hours: float = 2.5,
+    tiers: dict[str, float] | None = None,
+    events: list[tuple[float | None, dict[str, float | None]]] | None = None,
 ) -> dict[str, Any]:
+    """A run's JSON; ``events`` are (recovered_after_s, per-tier times) pairs."""
     reconfigure, reduce, revert = actions
+    extra: dict[str, Any] = {}
+    if tiers is not None:
+        extra["tiers"] = {key: {"mean": mean, "jobs": []} for key, mean in tiers.items()}
+    if events is not None:
+        extra["events"] = [
+            {"kind": "spike_start", "at_s": 600.0 * i, "subject": [],
+             "recovered_after_s": after, "tiers": per_tier}
+            for i, (after, per_tier) in enumerate(events)
+        ]  # fmt: skip
     return {
+        **extra,
         "scenario": scenario,
         "policy": policy,
         "seed": seed,
@@ -82,7 +102,7 @@ def test_table_cells() -> None:
     (row,) = table_rows(text)
     assert row == [
         "s", "henge", "1", "0.900", "n/a", "0.900", "0.500", "0.900", "1.000", "never",
-        "4", "2", "1", "7", "1.23",
+        "4", "2", "1", "7", "1.23", "n/a",
     ]  # fmt: skip
 
 
@@ -94,7 +114,7 @@ def test_runs_of_several_seeds_are_averaged() -> None:
         ]
     )
     assert len(merged) == 1
-    assert merged[0].utility_fraction == pytest.approx(0.7)
+    assert merged[0].utility_fraction.mean == pytest.approx(0.7)
     assert merged[0].time_to_max_s == 100.0
     (row,) = table_rows(markdown_table([summary("s", "henge", seed=1, time_to_max=100.0),
                                         summary("s", "henge", seed=2, time_to_max=None,
@@ -128,3 +148,50 @@ def test_compare_henge_names_the_winner_of_each_measure() -> None:
 def test_empty_inputs() -> None:
     assert table_rows(markdown_table([])) == []
     assert compare_henge([]) == ""
+
+
+def test_two_seeds_show_the_mean_and_the_worst_fraction() -> None:
+    text = markdown_table(
+        [
+            summary("s", "henge", seed=1, fraction=0.8, oracle=0.95, events=[(100.0, {})]),
+            summary("s", "henge", seed=2, fraction=0.6, oracle=0.9, events=[(300.0, {})]),
+        ]
+    )
+    (row,) = table_rows(text)
+    assert row[2] == "1,2"
+    assert row[3] == "0.700 (0.600)"  # mean (worst)
+    assert row[4] == "0.925 (0.900)"
+    assert row[5] == "0.700"  # the others: means only
+    assert row[15] == "200"  # recovery: the mean over seeds
+
+
+def test_recovery_is_the_longest_per_run_and_never_when_an_event_was_not_recovered() -> None:
+    recovered = summary("s", "henge", seed=1, events=[(100.0, {}), (400.0, {})])
+    stuck = summary("s", "henge", seed=2, events=[(50.0, {}), (None, {})])
+    (row,) = table_rows(markdown_table([recovered, stuck]))
+    assert row[15] == "400 (1/2)"
+    (row,) = table_rows(markdown_table([stuck]))
+    assert row[15] == "never"
+    (row,) = table_rows(markdown_table([summary("s", "henge", events=[])]))
+    assert row[15] == "n/a"  # no events: nothing to recover from
+
+
+def test_tier_table_has_satisfaction_mean_worst_and_recovery_per_tier() -> None:
+    first = summary(
+        "s", "henge", seed=1, tiers={"90": 1.0, "10": 0.5},
+        events=[(120.0, {"90": 60.0, "10": 120.0}), (30.0, {"90": 30.0, "10": None})],
+    )  # fmt: skip
+    second = summary(
+        "s", "henge", seed=2, tiers={"90": 0.9, "10": 0.7},
+        events=[(90.0, {"90": 90.0, "10": 20.0}), (10.0, {"90": 10.0, "10": 10.0})],
+    )  # fmt: skip
+    text = tier_table([first, second])
+    assert text.splitlines()[0] == "| " + " | ".join(TIER_COLUMNS) + " |"
+    (row,) = table_rows(text)
+    assert row == [
+        "s", "henge", "1,2",
+        "90: 0.950 (0.900) · 10: 0.600 (0.500)",
+        "90: 75 · 10: 20 (1/2)",  # per run the longest: 90 → 60 and 90; 10 → never and 20
+    ]  # fmt: skip
+    (row,) = table_rows(tier_table([summary("s", "static")]))
+    assert row[3:] == ["n/a", "n/a"]

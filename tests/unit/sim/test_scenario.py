@@ -33,11 +33,13 @@ BUILTINS = {
     "scale-nodes",
     "collector-outage",
 }
+BEYOND_THE_PAPER = {"tiers-spike", "tiers-overload", "bursty", "tiers-diurnal", "flash-crowd"}
 
 
 def test_every_builtin_loads_and_names_its_experiment() -> None:
-    # The paper's experiments, plus `demo`, the short scenario `henge demo` runs.
-    assert set(builtin_scenarios()) == {*BUILTINS, "demo"}
+    # The paper's experiments, `demo` (the short scenario `henge demo` runs), and scenarios
+    # beyond the paper (tests/unit/sim/test_scenarios_beyond_the_paper.py).
+    assert set(builtin_scenarios()) == {*BUILTINS, "demo", *BEYOND_THE_PAPER}
     for name in BUILTINS:
         scn = load_scenario(name)
         assert scn.name == name

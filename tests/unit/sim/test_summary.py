@@ -99,7 +99,8 @@ def summary() -> dict:
 def test_has_exactly_the_design_keys(summary: dict) -> None:
     assert list(summary) == [
         "scenario", "policy", "seed", "sim_seconds", "utility", "slo_satisfaction",
-        "time_to_max_utility_s", "rounds", "actions", "executor_core_hours", "jobs", "wall",
+        "time_to_max_utility_s", "rounds", "actions", "executor_core_hours", "tiers", "events",
+        "jobs", "wall",
     ]  # fmt: skip
     assert set(summary["utility"]) == {"integral", "max_integral", "fraction", "oracle_fraction"}
     assert set(summary["slo_satisfaction"]) == {"mean", "p15", "p50", "p90"}

@@ -1,0 +1,148 @@
+"""The built-in scenarios beyond the paper's experiments: their design numbers hold in the
+simulator's model (checked with the oracle, which knows the true curves), and each runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import pytest
+
+from scheduler.core.slo import meets_slo
+from scheduler.sim.oracle import solve
+from scheduler.sim.run import run_scenario
+from scheduler.sim.scenario import NodeLoss, Scenario, Spike
+from scheduler.sim.scenario_file import load_scenario
+from scheduler.sim.summary import summarize
+from scheduler.sim.world import SimWorld
+
+NAMES = ("tiers-spike", "tiers-overload", "bursty", "tiers-diurnal", "flash-crowd")
+
+
+def cores(scn: Scenario) -> float:
+    return sum(n.cores for n in scn.cluster.nodes)
+
+
+def oracle_at(scn: Scenario, t_s: float, seed: int = 1) -> tuple[float, dict[str, int]]:
+    world = SimWorld(scn, seed)
+    present = [s for s in scn.specs() if s.arrives_at_s <= t_s]
+    solution = solve(world, present, world.start + timedelta(seconds=t_s))
+    return solution.utility, solution.executors
+
+
+def needed_cores(scn: Scenario, t_s: float, seed: int = 1) -> dict[str, int]:
+    """Each job's cores at the fewest executors that meet its SLO at ``t_s``."""
+    world = SimWorld(scn, seed)
+    at = world.start + timedelta(seconds=t_s)
+    return {
+        job.name: job.executors.cores
+        * next(
+            e
+            for e in range(job.executors.min, job.executors.max + 1)
+            if meets_slo(world.true_utility(job.name, e, at), job.priority)
+        )
+        for job in scn.jobs
+    }
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_loads_and_runs_a_short_horizon_under_static(name: str) -> None:
+    scn = load_scenario(name)
+    assert scn.name == name and scn.description and scn.scheduler_start_s == 900
+    assert 2 * 3600 <= scn.duration_s <= 4.25 * 3600
+    short = dataclasses.replace(scn, duration_s=scn.scheduler_start_s + 600)
+    result = run_scenario(short, "static", seed=1)
+    summary = summarize(result)
+    assert summary["rounds"] == 61  # t = 0, 10, ..., 600
+    assert 0 < summary["utility"]["fraction"] <= 1
+    assert set(summary["tiers"]) == {f"{p:g}" for p in {j.priority for j in scn.jobs}}
+
+
+def test_the_tier_scenarios_have_three_tiers_of_two_named_after_them() -> None:
+    for name in ("tiers-spike", "tiers-overload"):
+        scn = load_scenario(name)
+        assert cores(scn) == 96 and scn.duration_s == 3 * 3600
+        tiers = {(j.tenant, j.priority) for j in scn.jobs}
+        assert tiers == {("gold", 90), ("silver", 50), ("bronze", 10)}
+        assert all(j.shape == "pageload" for j in scn.jobs)
+        (spike,) = scn.events
+        assert isinstance(spike, Spike) and spike.jobs == ("gold-1", "gold-2")
+        assert (spike.at_s, spike.duration_s) == (3600, 3600)
+
+
+def test_tiers_spike_meets_every_slo_with_room_and_starts_sized_wrong() -> None:
+    scn = load_scenario("tiers-spike")
+    base, spike = needed_cores(scn, 1800), needed_cores(scn, 5400)
+    assert sum(base.values()) == 58 < cores(scn)
+    assert sum(spike.values()) == 86 <= cores(scn)  # every SLO stays reachable in the spike
+    held = {j.name: j.executors.initial * j.executors.cores for j in scn.jobs}
+    assert all(held[n] < base[n] for n in ("gold-1", "gold-2", "silver-1", "silver-2"))
+    assert all(held[n] > base[n] for n in ("bronze-1", "bronze-2"))
+    # with bronze keeping what it starts with, the spike does not fit: it must give way
+    assert spike["gold-1"] * 2 + spike["silver-1"] * 2 + held["bronze-1"] * 2 > cores(scn)
+    for t_s in (1800, 5400):
+        utility, _ = oracle_at(scn, t_s)
+        assert utility == pytest.approx(300)
+
+
+def test_tiers_overload_keeps_the_top_tiers_whole_only_if_bronze_gives_way() -> None:
+    scn = load_scenario("tiers-overload")
+    spike = needed_cores(scn, 5400)
+    assert sum(spike.values()) == 104 > cores(scn)
+    top = spike["gold-1"] + spike["gold-2"] + spike["silver-1"] + spike["silver-2"]
+    assert top <= cores(scn) < top + spike["bronze-1"] + spike["bronze-2"]
+    utility, executors = oracle_at(scn, 5400)
+    assert utility < 300
+    assert all(executors[n] >= spike[n] for n in ("gold-1", "gold-2", "silver-1", "silver-2"))
+    assert executors["bronze-1"] + executors["bronze-2"] == cores(scn) - top
+
+
+def test_flash_crowd_starts_full_with_slack_and_has_room_for_the_newcomer() -> None:
+    scn = load_scenario("flash-crowd")
+    running = [j for j in scn.jobs if j.arrives_at_s == 0]
+    (newcomer,) = [j for j in scn.jobs if j.arrives_at_s > 0]
+    assert newcomer.priority > max(j.priority for j in running)
+    assert sum(j.executors.initial * j.executors.cores for j in running) == cores(scn)
+    world = SimWorld(scn, 1)
+    for job in running:  # every running job meets its SLO at its initial size
+        utility = world.true_utility(job.name, job.executors.initial, world.start)
+        assert meets_slo(utility, job.priority), job.name
+    need = needed_cores(scn, newcomer.arrives_at_s + 60)
+    assert need[newcomer.name] >= 20
+    assert sum(need.values()) <= cores(scn)
+    utility, _ = oracle_at(scn, newcomer.arrives_at_s + 60)
+    assert utility == pytest.approx(sum(j.priority for j in scn.jobs))
+
+
+def test_bursty_has_room_even_without_the_lost_node() -> None:
+    scn = load_scenario("bursty")
+    (loss,) = scn.events
+    assert isinstance(loss, NodeLoss) and loss.duration_s == 1800
+    assert all(j.input.bursts is not None for j in scn.jobs)
+    assert all(j.input.trace is not None and j.input.trace.jitter_minutes for j in scn.jobs)
+    during = loss.at_s + 600
+    utility, executors = oracle_at(scn, during)
+    assert utility == pytest.approx(sum(j.priority for j in scn.jobs))
+    by_name = {j.name: j for j in scn.jobs}
+    used = sum(n * by_name[name].executors.cores for name, n in executors.items())
+    assert used <= cores(scn) - 16
+
+
+def test_tiers_diurnal_peaks_together_exceed_the_cluster() -> None:
+    scn = load_scenario("tiers-diurnal")
+    peaks: dict[str, int] = {}
+    for t_s in range(int(scn.scheduler_start_s), int(scn.duration_s), 1200):
+        for name, need in needed_cores(scn, t_s).items():
+            peaks[name] = max(peaks.get(name, 0), need)
+    assert sum(peaks.values()) > 1.5 * cores(scn)
+    assert len({j.input.trace.start_minute for j in scn.jobs if j.input.trace}) == len(scn.jobs)
+
+
+def test_two_of_them_mix_executor_sizes_and_shapes() -> None:
+    mixed = [
+        name
+        for name in NAMES
+        if {j.executors.cores for j in load_scenario(name).jobs} == {1, 2, 4}
+        and len({j.shape for j in load_scenario(name).jobs}) >= 3
+    ]
+    assert len(mixed) >= 2
