@@ -108,35 +108,35 @@ def place_executors(
 class Room:
     """Where more executors can go within one round's plan.
 
-    Each ready node offers the cores and memory not yet requested on it. Executors a plan takes
-    away leave slots behind, but the snapshot does not say on which node, so a slot can take only
-    executors no larger (in cores and in memory) than the one that left it. Growth goes to the
-    nodes first, fullest node first (so larger executors later in the plan still find whole
-    nodes), then into the slots, smallest first.
+    Each ready node offers the cores and memory not yet requested on it, and a new executor
+    must fit whole on one node (fullest node first, so larger executors later in the plan still
+    find whole nodes). Executors a plan takes away free their cores too, but the snapshot does
+    not say on which nodes: what they free is pooled, and taken after the nodes' room. (An
+    executor placed into that pool may wait pending until the removed ones have left; the next
+    round sees where it ended up.)
     """
 
     def __init__(self, cluster: ClusterView) -> None:
         # Fullest first, ordered once: a node only fills up within the round.
         rooms = sorted(node_room(n) for n in cluster.nodes if n.ready)
         self._nodes = [list(room) for room in rooms if room[0] >= _SMALLEST_EXECUTOR]
-        self._slots: dict[tuple[float, float], int] = {}
+        self._released = [0.0, 0.0]
 
     @property
     def free_cores(self) -> float:
-        slots = sum(size[0] * count for size, count in self._slots.items())
-        return sum(cores for cores, _ in self._nodes) + slots
+        return sum(cores for cores, _ in self._nodes) + self._released[0]
 
     def release(self, executors: int, cores: float, memory_mb: float = 0.0) -> None:
         """``executors`` of this size leave the cluster."""
         if executors > 0:
-            size = (cores, memory_mb)
-            self._slots[size] = self._slots.get(size, 0) + executors
+            self._released[0] += executors * cores
+            self._released[1] += executors * memory_mb
 
     def take(self, executors: int, cores: float, memory_mb: float = 0.0) -> int:
         """Place up to ``executors`` of this size; how many were placed."""
-        placed = 0
         if executors <= 0:
             return 0
+        placed = 0
         for space in self._nodes:
             count = min(_fitting(space[0], space[1], cores, memory_mb), executors - placed)
             space[0] -= count * cores
@@ -146,27 +146,12 @@ class Room:
                 break
         # Nodes too full for any executor are done for the round.
         self._nodes = [s for s in self._nodes if s[0] >= _SMALLEST_EXECUTOR]
-        if placed >= executors:
-            return placed
-        for size in sorted(self._slots):
-            if placed >= executors:
-                break
-            per_slot = _fitting(size[0], size[1], cores, memory_mb)
-            if per_slot == 0:
-                continue
-            used = min(self._slots[size], math.ceil((executors - placed) / per_slot))
-            fitted = min(used * per_slot, executors - placed)
-            self._slots[size] -= used
-            # What the executors leave of the slots they used stays usable on the same nodes.
-            leftover = (size[0] - per_slot * cores, size[1] - per_slot * memory_mb)
-            if used > 1 and leftover[0] > _EPS:
-                self.release(used - 1, *leftover)
-            last = fitted - (used - 1) * per_slot
-            tail = (size[0] - last * cores, size[1] - last * memory_mb)
-            if tail[0] > _EPS:
-                self.release(1, *tail)
-            placed += fitted
-        return placed
+        pooled = min(
+            _fitting(self._released[0], self._released[1], cores, memory_mb), executors - placed
+        )
+        self._released[0] -= pooled * cores
+        self._released[1] -= pooled * memory_mb
+        return placed + pooled
 
 
 def _fitting(room_cores: float, room_memory: float, cores: float, memory_mb: float) -> int:

@@ -63,6 +63,9 @@ class JobMetrics(WindowValues):
     """Mean micro-batch duration."""
     mean_batch_rows: float | None = None
     """Mean rows per micro-batch."""
+    batch_overhead_s: float | None = None
+    """The fixed part of a batch's duration, fitted over the window's batches (duration against
+    rows), when their sizes vary enough to tell it from the per-row part."""
     trigger_interval_s: float | None = None
     """Mean time between micro-batch starts (the effective trigger interval)."""
     behind_fraction: float | None = None

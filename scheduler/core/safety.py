@@ -5,9 +5,9 @@ Whatever a policy asks for, a change
 - targets a job the round counted (changes to frozen, queued or unknown jobs are dropped),
 - stays within [min, upper bound] (max executors and useful parallelism, :mod:`bounds`),
 - grows only into room that is free, each executor whole on one node (:class:`Room`).
-  Shrinking changes are applied first; with ``credit_shrinks`` the executors they remove leave
-  room for the growing changes of the same plan (a revert moves executors from one job to
-  another), otherwise they do not,
+  Shrinking changes are applied first; with ``credit_shrinks`` the cores they free fund the
+  growing changes of the same plan (a revert moves executors from one job to another),
+  otherwise they do not,
 - raises a job that sits below its minimum (a minimum changed by its tenant) only as far as
   the room allows.
 

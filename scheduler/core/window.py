@@ -222,6 +222,27 @@ def _behind_fraction(
     return behind / known if known else None
 
 
+SPREAD = 1.5
+"""Batch sizes must span this factor (largest over smallest) to fit the per-batch overhead."""
+
+
+def batch_overhead_s(batches: Sequence[BatchReport]) -> float | None:
+    """The intercept of batch duration against rows (least squares), or ``None`` when fewer
+    than three batches or sizes too alike to separate the fixed part from the per-row part."""
+    sized = [(b.rows, b.duration_s) for b in batches if b.rows > 0]
+    if len(sized) < 3:
+        return None
+    rows = [r for r, _ in sized]
+    if max(rows) < SPREAD * min(rows):
+        return None
+    n = len(sized)
+    mean_rows = sum(rows) / n
+    mean_s = sum(d for _, d in sized) / n
+    spread = sum((r - mean_rows) ** 2 for r in rows)
+    slope = sum((r - mean_rows) * (d - mean_s) for r, d in sized) / spread
+    return max(0.0, mean_s - slope * mean_rows)
+
+
 def window_metrics(
     reports: Sequence[Report],
     slo: SLO,
@@ -279,6 +300,7 @@ def window_metrics(
         busy_core_s=busy_ms / 1000.0,
         mean_batch_s=mean_batch_s,
         mean_batch_rows=sum(b.rows for b in batches) / len(batches) if batches else None,
+        batch_overhead_s=batch_overhead_s(batches),
         trigger_interval_s=mean_trigger_interval_s(batches),
         behind_fraction=_behind_fraction(inside, baseline, behind_epsilon),
         executors_reported=latest.executors,

@@ -138,9 +138,11 @@ class Simulation:
         self.core = core
         self.settings = settings
         self.clock = clock or VirtualClock(world.start)
+        self.memory: MemoryRoundStore | None = None
         if store is None:
             memory = MemoryRoundStore(keep_s=settings.window_s + 2 * settings.sub_window_s)
             store, frontend = memory, frontend or MemoryFrontend(memory)
+            self.memory = memory
         assert frontend is not None, "a custom store needs its frontend"
         self.frontend = frontend
         self.agents = WorldAgents(world)
@@ -159,6 +161,8 @@ class Simulation:
         self.actions: list[ActionEvent] = []
         self.utilities: dict[str, float] = {}
         self.core_seconds = 0.0
+        self.errors: dict[str, list[float]] = {}
+        """Per job: the policy's model prediction error after each round, when it keeps one."""
 
     @property
     def scheduler_start(self) -> datetime:
@@ -227,7 +231,25 @@ class Simulation:
                                             change.to_executors, change.reason))  # fmt: skip
         sample = self._sample(outcome, t_s)
         self.samples.append(sample)
+        self._note_errors()
         return sample
+
+    def _note_errors(self) -> None:
+        """Per-job model errors, from a policy state that keeps them under ``errors`` (``henge``,
+        ``utilitarian``)."""
+        stored = self.memory.state if self.memory is not None else None
+        policy_state = (stored or {}).get("policy_state") or {}
+        for job_id, error in (policy_state.get("errors") or {}).items():
+            name = self.agents.names.get(job_id)
+            if name is not None:
+                self.errors.setdefault(name, []).append(float(error))
+
+    def model_errors(self) -> dict[str, dict[str, float]]:
+        """Per job: the mean, largest and final model error over the rounds that had one."""
+        return {
+            name: {"mean": sum(values) / len(values), "max": max(values), "final": values[-1]}
+            for name, values in sorted(self.errors.items())
+        }
 
     def _sample(self, outcome: RoundOutcome, t_s: float) -> RoundSample:
         names = self.agents.names
@@ -289,4 +311,5 @@ def simulate(
         executor_core_seconds=run.core_seconds,
         wall_seconds=time.perf_counter() - started,
         events=tuple(events),
+        model_errors=run.model_errors(),
     )

@@ -181,4 +181,6 @@ def spark_metrics(
         trigger_interval_s=interval,
         executors_reported=executors,
         windows=6,
+        # As fitted from batches of varied sizes (window metrics), whether or not it keeps up.
+        batch_overhead_s=overhead,
     )

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scheduler.core.juice import Edge
 from scheduler.core.report import BatchReport, LatencyReport, Report, SourceReport
 from scheduler.core.slo import SLO, LatencyStat
-from scheduler.core.window import assess_report, select_window, window_metrics
+from scheduler.core.window import assess_report, batch_overhead_s, select_window, window_metrics
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 JUICE_SLO = SLO(juice=1.0)
@@ -261,3 +261,16 @@ def test_window_juice_in_unit_interval_and_raw_is_summed_ratio(
     assert m.windows == len(kept)
     expected = done / arrived if arrived else 1.0
     assert m.juice_raw == pytest.approx(expected)
+
+
+def test_the_per_batch_overhead_is_fitted_from_batches_of_varied_sizes() -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    # 0.35 s per batch plus 2 ms per row (on the job's cores).
+    batches = [
+        BatchReport(start, start + timedelta(seconds=0.35 + rows * 0.002), rows)
+        for rows in (100.0, 400.0, 1500.0, 3000.0)
+    ]
+    assert batch_overhead_s(batches) == pytest.approx(0.35)
+    alike = [BatchReport(start, start + timedelta(seconds=1.0), 500.0)] * 5
+    assert batch_overhead_s(alike) is None  # the fixed part cannot be told from the rest
+    assert batch_overhead_s(batches[:2]) is None

@@ -9,8 +9,8 @@ earns a little (it grows past the bare need when cores allow). Since a job's uti
 by its priority, the solver takes cores from where they cost the least utility per core: the
 lowest priority first, and never from a job whose loss outweighs the gain.
 
-The move then grows the jobs that gain, first into free room on the nodes and then into the
-room the shrinking jobs leave (each executor whole on one node), and shrinks only the jobs the
+The move then grows the jobs that gain, first into free room on the nodes (each executor whole
+on one node) and then into the cores the shrinking jobs free, and shrinks only the jobs the
 solver took cores from.
 """
 
@@ -98,7 +98,7 @@ def move_toward(
     targets: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
 ) -> list[Step]:
     """The steps toward ``targets`` that fit: shrinks as the solver chose them, growth by
-    priority (highest first) as far as the room allows, each executor whole on one node."""
+    priority (highest first) as far as the room allows (:class:`~scheduler.core.cluster.Room`)."""
     room = Room(cluster)
     steps: list[Step] = []
     for job in jobs:

@@ -106,12 +106,16 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
     overhead: float | None = None
     trigger: float | None = None
     # Batch timing is read only from windows on one executor count (batches on another count
-    # ran on other cores). What a batch costs beyond its rows holds whether or not the job keeps
-    # up; the time between batch starts is the trigger only while it does (a job working off a
-    # backlog runs its batches back to back).
+    # ran on other cores). The per-batch overhead comes from the batches' durations against
+    # their sizes when those vary (then it holds whether or not the job keeps up), else from the
+    # means while the job keeps up; the time between batch starts is the trigger only while it
+    # keeps up (a job working off a backlog runs its batches back to back).
     if m.mean_batch_s is not None and m.trigger_interval_s and m.steady:
-        rows = m.mean_batch_rows if m.mean_batch_rows else rate * m.trigger_interval_s
-        overhead = max(0.0, m.mean_batch_s - rows * cost / cores)
+        if m.batch_overhead_s is not None:
+            overhead = m.batch_overhead_s
+        elif not _behind(m):
+            rows = m.mean_batch_rows if m.mean_batch_rows else rate * m.trigger_interval_s
+            overhead = max(0.0, m.mean_batch_s - rows * cost / cores)
         if not _behind(m):
             paced = m.trigger_interval_s > m.mean_batch_s * (1 + _GAP)
             trigger = m.trigger_interval_s if paced else 0.0
@@ -161,6 +165,16 @@ def usable(model: JobModel | None, job: JobView, min_windows: int) -> bool:
     if m is None or not m.input_rate or m.input_rate <= 0:
         return False
     return not (job.slo.has_latency and model.overhead_s is None)
+
+
+def sizes(model: JobModel | None, job: JobView, min_windows: int) -> bool:
+    """Whether the model can size ``job``: ``min_windows`` windows and a measured input. Unlike
+    :func:`usable` it needs no batch timings for a latency SLO: until the job has kept up on one
+    executor count, sizing for throughput at a guessed utilisation comes first."""
+    if model is None or model.windows < min_windows:
+        return False
+    m = job.metrics
+    return m is not None and bool(m.input_rate) and (m.input_rate or 0.0) > 0
 
 
 def smallest(low: int, high: int, ok: Callable[[int], bool]) -> int | None:

@@ -11,7 +11,8 @@ cores the job can use in parallel. Latency rises with ``ρ``, so each objective 
   ``ρ ≤ 1 − o/T``; when they run back to back it is ``(1 + q)·o/(1 − ρ)``, so
   ``ρ ≤ 1 − (1 + q)·o/L``.
 
-The cores needed are then ``λ·row_cost/ρ_max``; a job whose useful parallelism is below that,
+Without batch timings yet, a latency objective is sized for :data:`GUESSED_UTILISATION`. The
+cores needed are then ``λ·row_cost/ρ_max``; a job whose useful parallelism is below that,
 or whose ``ρ_max`` is not positive (a latency floor above the threshold), cannot meet its SLO.
 The demand ``λ`` is the input rate plus what drains the backlog within ``drain_s``.
 """
@@ -26,6 +27,9 @@ from scheduler.core.policies.henge.model import JobModel, predicted_utility
 from scheduler.core.slo import LatencyStat
 
 _QUANTILE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
+GUESSED_UTILISATION = 0.5
+"""The utilisation a latency SLO is sized for while the model has no batch timings yet (a job
+that never kept up on one executor count): enough to catch up, refined once it has."""
 _JUST_BELOW = 1 - 1e-6
 """``ρ`` must stay below 1 to keep up; sizing aims this close."""
 
@@ -46,7 +50,9 @@ def max_utilisation(model: JobModel, job: JobView) -> float:
     """The largest ``ρ`` at which the model predicts the job meets its SLO (≤ 0: never)."""
     slo = job.slo
     limits = [_JUST_BELOW if slo.juice is None else _JUST_BELOW / slo.juice]
-    if slo.latency_ms is not None and model.overhead_s is not None:
+    if slo.latency_ms is not None and model.overhead_s is None:
+        limits.append(GUESSED_UTILISATION)
+    elif slo.latency_ms is not None and model.overhead_s is not None:
         latency_s = slo.latency_ms / 1000.0
         q = _QUANTILE[slo.latency_stat]
         o, trigger = model.overhead_s, model.trigger_s or 0.0

@@ -44,6 +44,7 @@ from scheduler.core.policies.henge.model import (
     JobModel,
     observe,
     predicted_utility,
+    sizes,
     usable,
 )
 from scheduler.core.policies.henge.outlook import demand, executors_needed, utility_curve
@@ -135,7 +136,7 @@ class ProductRound:
             model = self.state.models.get(job.job_id)
             if (
                 model is None
-                or not usable(model, job, self.s.model_min_windows)
+                or not sizes(model, job, self.s.model_min_windows)
                 or self.state.errors.get(job.job_id, 0.0) > self.s.model_max_error
             ):
                 model = None
@@ -210,7 +211,7 @@ class ProductRound:
     ) -> float | None:
         """|predicted − measured| utility / priority for a new window of a usable model."""
         if model is previous or not usable(model, job, self.s.model_min_windows):
-            return None
+            return None  # (a model without batch timings cannot predict a latency)
         m = job.metrics
         assert m is not None and m.input_rate is not None
         executors = m.executors_reported or job.executors
@@ -349,9 +350,10 @@ class ProductRound:
         if meets_slo(job.utility, job.priority) or gain >= self.s.min_gain:
             return
         self.notes.append(f"{job.name} gained {gain:.1%} < {self.s.min_gain:.0%}")
-        # The model promised more: stop trusting it until its error falls back.
-        self.update(errors={**self.state.errors, job.job_id: 1.0})
-        self._trusted.pop(job.job_id, None)
+        if moved.by_model:
+            # The model promised more: stop trusting it until its error falls back.
+            self.update(errors={**self.state.errors, job.job_id: 1.0})
+            self._trusted.pop(job.job_id, None)
         capacity = job.metrics.capacity if job.metrics is not None else None
         if capacity is not None and capacity <= self.s.capacity_threshold:
             expiry = self.now + timedelta(seconds=self.s.blacklist_ttl_s)
@@ -423,7 +425,12 @@ class ProductRound:
             points = [(job.executors, now + 2 * eps)]
             target = self.untrusted_target(job)
             if can_grow and target is not None and not meets_slo(now, job.priority):
-                points.append((target, job.priority + eps))
+                # Eq. 2.4's step, and the way there at a utility assumed to rise evenly, so
+                # that the solver can give part of the step when the whole does not pay.
+                for k in range(1, _GROWING_GRID + 1):
+                    share = k / _GROWING_GRID
+                    count = job.executors + round(share * (target - job.executors))
+                    points.append((count, now + share * (job.priority - now) + eps))
             return Offer.of(job, points)
         need = executors_needed(model, job, rate)
         self._needs[job.job_id] = need
@@ -443,9 +450,14 @@ class ProductRound:
             target = executors_needed(model, job, padded) if padded is not None else None
             if target is not None and target > need and target <= ceiling:
                 points.append((target, job.priority + _HEADROOM_CREDIT * job.priority))
-        # What the job earns now is measured; fewer executors never earn more than that,
-        # whatever the model says.
+        # What the job earns now is measured, and fewer executors never earn more than that,
+        # whatever the model says; but a backlog being worked off only delays what its
+        # executors earn at its input, so that is their worth.
         current = now
+        backlog = job.metrics.backlog_rows if job.metrics is not None else None
+        if backlog and self.draining(job) and job.metrics is not None:
+            steady = job.metrics.input_rate or 0.0
+            current = max(now, predicted_utility(model, job, job.executors, steady))
         points = [(n, min(v, current) if n < job.executors else v) for n, v in points]
         points = [(n, v) for n, v in points if n != job.executors]
         points.append((job.executors, current + 2 * eps + _HEADROOM_CREDIT * job.priority))
@@ -516,7 +528,11 @@ class ProductRound:
             job = self.by_id[change.job_id]
             rate = job.metrics.input_rate if job.metrics is not None else None
             moved[change.job_id] = MovedJob(
-                change.from_executors, change.to_executors, job.utility, rate
+                change.from_executors,
+                change.to_executors,
+                job.utility,
+                rate,
+                by_model=self.trusted(job) is not None,
             )
         self.update(last_move=Move(self.now, moved, revert=revert))
 

@@ -20,6 +20,8 @@ class MovedJob:
     after: int
     utility_before: float
     rate_before: float | None
+    by_model: bool = False
+    """The job's trusted model sized the move (a failed growth then costs it the trust)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ def dump(state: ProductState) -> JSONDict:
         else {
             "at": _iso(move.at),
             "jobs": {
-                k: [j.before, j.after, j.utility_before, j.rate_before]
+                k: [j.before, j.after, j.utility_before, j.rate_before, j.by_model]
                 for k, j in sorted(move.jobs.items())
             },
             "revert": move.revert,
@@ -102,7 +104,7 @@ def load(data: Mapping[str, Any]) -> ProductState:
         move = Move(
             at=at,
             jobs={
-                str(k): MovedJob(int(v[0]), int(v[1]), float(v[2]), _opt(v[3]))
+                str(k): MovedJob(int(v[0]), int(v[1]), float(v[2]), _opt(v[3]), bool(v[4]))
                 for k, v in (raw.get("jobs") or {}).items()
             },
             revert=bool(raw.get("revert", False)),
