@@ -107,13 +107,13 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
     trigger: float | None = None
     # Batch timing is read only from windows on one executor count (batches on another count
     # ran on other cores). The per-batch overhead comes from the batches' durations against
-    # their sizes when those vary (then it holds whether or not the job keeps up), else from the
-    # means while the job keeps up; the time between batch starts is the trigger only while it
-    # keeps up (a job working off a backlog runs its batches back to back).
+    # their sizes when those vary, else from the means; the time between batch starts is the
+    # trigger only while the job keeps up (a job working off a backlog runs its batches back to
+    # back).
     if m.mean_batch_s is not None and m.trigger_interval_s and m.steady:
         if m.batch_overhead_s is not None:
             overhead = m.batch_overhead_s
-        elif not _behind(m):
+        else:
             rows = m.mean_batch_rows if m.mean_batch_rows else rate * m.trigger_interval_s
             overhead = max(0.0, m.mean_batch_s - rows * cost / cores)
         if not _behind(m):

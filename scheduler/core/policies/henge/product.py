@@ -59,7 +59,7 @@ NAME = "henge"
 _RATE_CHANGE = 0.2
 """Without a trusted model, a job whose input moved by more than this since a move cannot be
 judged against its utility before the move."""
-_GROWING_GRID = 4
+_GROWING_GRID = 8
 _GIVING_GRID = 2
 """Intervals of the executor counts at which a job's curve is sampled below its need."""
 _HEADROOM_CREDIT = 1e-4
@@ -114,6 +114,8 @@ class ProductRound:
         self._trusted: dict[str, JobModel | None] = {}
         self._needs: dict[str, int | None] = {}
         self._top_missing = 0.0
+        self._capacity = 0.0
+        """The cores the counted jobs can use: the free ones and those they hold."""
         """The highest priority of a job missing its SLO (set when a move is planned)."""
         """Executors each offered job needs at its demand (``None``: unknown or out of reach)."""
 
@@ -377,6 +379,9 @@ class ProductRound:
         if not missing:
             return None  # nothing to gain: only a job missing its SLO can gain utility
         self._top_missing = max(missing)
+        self._capacity = self.snapshot.cluster.free_cores + sum(
+            j.executors * j.cores_per_executor for j in self.jobs
+        )
         offers = [self.offer(job) for job in self.jobs]
         allocation = solve(offers, self.snapshot.cluster)
         if allocation is None:
@@ -418,7 +423,9 @@ class ProductRound:
         eps = self.s.priority_epsilon * job.priority
         now = job.utility
         model = self.trusted(job)
-        rate = demand(job, self.s.drain_s)
+        # Worth is judged at the input: a backlog is transient, so it only raises the target a
+        # growing job is sized for (below), never what its executors are worth.
+        rate = job.metrics.input_rate if job.metrics is not None else None
         top = upper_bound(job)
         can_grow = job.job_id not in self.state.blacklist and job.executors < top
         if model is None or rate is None:
@@ -434,7 +441,9 @@ class ProductRound:
             return Offer.of(job, points)
         need = executors_needed(model, job, rate)
         self._needs[job.job_id] = need
-        ceiling = top if can_grow else job.executors
+        # Counts the cluster could never hold are no choice; the grid spans only the others.
+        reachable = int(self._capacity // job.cores_per_executor)
+        ceiling = max(job.executors, min(top, reachable)) if can_grow else job.executors
         # A job missing its SLO may end anywhere below its need; one meeting it only gives way,
         # so a coarser curve does, and one of at least every missing job's priority never gives
         # way below its need (whoever it helped would gain no more than it loses).
