@@ -15,14 +15,22 @@ Steps applied for every policy (DESIGN §3):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler.core.admission import AdmissionResult, AdmissionRule, admit
 from scheduler.core.freshness import Freshness, classify
-from scheduler.core.model import ActionKind, ClusterState, JobStatus, Plan, Snapshot
+from scheduler.core.model import (
+    ActionKind,
+    Change,
+    ClusterState,
+    JobStatus,
+    JobView,
+    Plan,
+    Snapshot,
+)
 from scheduler.core.policies.registry import get_policy
 from scheduler.core.policy import JSONDict, Policy, PolicySettingsError
 from scheduler.core.safety import clamp_changes
@@ -169,9 +177,16 @@ def decide(
 
     jobs = {j.job_id: j for j in fresh.counted}
     changes = clamp_changes(
-        plan.changes, jobs, admitted.cluster, credit_shrinks=settings.credit_shrinks
+        [*plan.changes, *_to_minimum(fresh.counted, plan)],
+        jobs,
+        admitted.cluster,
+        credit_shrinks=settings.credit_shrinks,
     )
     action, reason = plan.action, plan.reason
+    if action is ActionKind.NONE and changes:
+        by_name = {j.job_id: j.name for j in fresh.counted}
+        names = ", ".join(by_name[c.job_id] for c in changes)
+        action, reason = ActionKind.RECONFIGURE, f"{names} raised to its minimum; {reason}"
     if admitted.changes and action is ActionKind.NONE:
         by_id = {j.job_id: j.name for j in snapshot.jobs}
         names = ", ".join(by_id.get(c.job_id, c.job_id) for c in admitted.changes)
@@ -188,6 +203,17 @@ def decide(
     )
     new_state = dataclasses.replace(state, policy_state=policy_state, cluster_state=plan.state)
     return final, new_state
+
+
+def _to_minimum(jobs: Sequence[JobView], plan: Plan) -> list[Change]:
+    """Jobs below their minimum (raised by their tenant) that the plan leaves alone go to it;
+    the safety clamp lets them grow only as far as the cluster has room."""
+    planned = {c.job_id for c in plan.changes}
+    return [
+        Change(j.job_id, j.executors, j.min_executors, "raised to its minimum")
+        for j in jobs
+        if j.executors < j.min_executors and j.job_id not in planned
+    ]
 
 
 def _admissions(

@@ -77,8 +77,10 @@ def _apply_executors(job: Job, executors: ExecutorsIn) -> None:
     job.executors_max = executors.max
     job.executor_cores = executors.cores
     job.executor_memory_mb = executors.memory_mb
+    # A lower maximum takes effect at once (giving executors back always fits); a higher
+    # minimum is met by the next round, as far as the cluster has room.
     if job.status == "admitted":
-        job.target_executors = min(max(job.target_executors, executors.min), executors.max)
+        job.target_executors = min(job.target_executors, executors.max)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=JobCreated)

@@ -154,7 +154,7 @@ def check_bounds(
             if c.job_id in admitted
         )
     assert admitted_cores <= free + pending + 1e-6
-    assert grown <= max(0.0, free - admitted_cores) + shrunk + 1e-6
+    assert grown <= max(0.0, free - (admitted_cores - pending)) + shrunk + 1e-6
     assert set(plan.frozen_jobs) == {j.job_id for j in fresh.frozen}
 
 

@@ -64,10 +64,12 @@ def max_utilisation(model: JobModel, job: JobView) -> float:
     return min(limits)
 
 
-def executors_needed(model: JobModel, job: JobView, rate: float) -> int | None:
-    """The fewest executors within the job's bounds that meet its SLO at ``rate``, or ``None``
-    when no allowed count does."""
-    low, top = job.min_executors, upper_bound(job)
+def executors_needed(
+    model: JobModel, job: JobView, rate: float, top: int | None = None
+) -> int | None:
+    """The fewest executors within the job's bounds (``top``: its upper bound, when known)
+    that meet its SLO at ``rate``, or ``None`` when no allowed count does."""
+    low, top = job.min_executors, upper_bound(job) if top is None else top
     if rate <= 0:
         return low
     rho = max_utilisation(model, job)

@@ -439,7 +439,7 @@ class ProductRound:
                     count = job.executors + round(share * (target - job.executors))
                     points.append((count, now + share * (job.priority - now) + eps))
             return Offer.of(job, points)
-        need = executors_needed(model, job, rate)
+        need = executors_needed(model, job, rate, top)
         self._needs[job.job_id] = need
         # Counts the cluster could never hold are no choice; the grid spans only the others.
         reachable = int(self._capacity // job.cores_per_executor)
@@ -456,7 +456,7 @@ class ProductRound:
             points = [(low, job.priority if need is not None else now)]
         if need is not None and need <= ceiling:
             padded = demand(job, self.s.drain_s, rate=self.grown_rate(job))
-            target = executors_needed(model, job, padded) if padded is not None else None
+            target = executors_needed(model, job, padded, top) if padded is not None else None
             if target is not None and target > need and target <= ceiling:
                 points.append((target, job.priority + _HEADROOM_CREDIT * job.priority))
         # What the job earns now is measured, and fewer executors never earn more than that,
@@ -467,12 +467,14 @@ class ProductRound:
         if backlog and self.draining(job) and job.metrics is not None:
             steady = job.metrics.input_rate or 0.0
             current = max(now, predicted_utility(model, job, job.executors, steady))
-        points = [(n, min(v, current) if n < job.executors else v) for n, v in points]
-        points = [(n, v) for n, v in points if n != job.executors]
-        points.append((job.executors, current + 2 * eps + _HEADROOM_CREDIT * job.priority))
-        if not can_grow:
-            points = [(n, v) for n, v in points if n <= job.executors]
-        return Offer.of(job, points)
+        held = job.executors
+        kept = [
+            (n, min(v, current) if n < held else v)
+            for n, v in points
+            if n < held or (n > held and can_grow)
+        ]
+        kept.append((held, current + 2 * eps + _HEADROOM_CREDIT * job.priority))
+        return Offer.of(job, kept)
 
     def grown_rate(self, job: JobView) -> float | None:
         """What a growing job is sized for: its recent peak input (or its input now, when
