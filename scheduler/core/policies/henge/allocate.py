@@ -49,11 +49,10 @@ class Offer:
 
 @dataclass(frozen=True)
 class Allocation:
-    """The solver's targets, and the value it expects of them and of the allocation in force."""
+    """The solver's targets, and the value it expects of them."""
 
     targets: Mapping[str, int]
     value: float
-    current_value: float
 
 
 def solve(offers: Sequence[Offer], cluster: ClusterView) -> Allocation | None:
@@ -71,8 +70,7 @@ def solve(offers: Sequence[Offer], cluster: ClusterView) -> Allocation | None:
     targets = {
         o.job.job_id: c.points[i][0] for o, c, i in zip(offers, choices, chosen, strict=True)
     }
-    current = sum(o.value_at(o.job.executors) for o in offers)
-    return Allocation(targets, value, current)
+    return Allocation(targets, value)
 
 
 def _choices(offer: Offer, unit: int) -> JobChoices:

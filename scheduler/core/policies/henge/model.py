@@ -134,7 +134,13 @@ def predict(
     model: JobModel, job: JobView, executors: int, input_rate: float
 ) -> tuple[float, float | None]:
     """(juice, latency in ms) with ``executors`` at ``input_rate``; latency ``None`` if unknown."""
-    cores = parallel_cores(job, executors)
+    quantile = _QUANTILE[job.slo.latency_stat]
+    return _performance(model, quantile, parallel_cores(job, executors), input_rate)
+
+
+def _performance(
+    model: JobModel, quantile: float, cores: float, input_rate: float
+) -> tuple[float, float | None]:
     if cores <= 0:
         return 0.0, math.inf
     rho = input_rate * model.row_cost_s / cores
@@ -148,13 +154,30 @@ def predict(
         duration, interval = model.overhead_s + rho * trigger, trigger
     else:
         duration = interval = back_to_back
-    quantile = _QUANTILE[job.slo.latency_stat]
     return 1.0, (duration + quantile * interval) * 1000.0
 
 
 def predicted_utility(model: JobModel, job: JobView, executors: int, input_rate: float) -> float:
     juice, latency = predict(model, job, executors, input_rate)
     return utility(job.slo, job.priority, juice, latency)
+
+
+def predicted_utilities(
+    model: JobModel, job: JobView, counts: list[int], input_rate: float
+) -> list[float]:
+    """:func:`predicted_utility` at each of ``counts`` (the job's constants looked up once)."""
+    quantile = _QUANTILE[job.slo.latency_stat]
+    per_executor = float(job.cores_per_executor)
+    widest = job.metrics.max_parallelism if job.metrics is not None else None
+    slo, priority = job.slo, job.priority
+    values = []
+    for count in counts:
+        cores = count * per_executor
+        if widest:
+            cores = min(cores, float(widest))
+        juice, latency = _performance(model, quantile, cores, input_rate)
+        values.append(utility(slo, priority, juice, latency))
+    return values
 
 
 def usable(model: JobModel | None, job: JobView, min_windows: int) -> bool:

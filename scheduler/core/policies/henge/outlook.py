@@ -23,7 +23,7 @@ import math
 
 from scheduler.core.bounds import upper_bound
 from scheduler.core.model import JobView
-from scheduler.core.policies.henge.model import JobModel, predicted_utility
+from scheduler.core.policies.henge.model import JobModel, predicted_utilities
 from scheduler.core.slo import LatencyStat
 
 _QUANTILE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
@@ -65,14 +65,19 @@ def max_utilisation(model: JobModel, job: JobView) -> float:
 
 
 def executors_needed(
-    model: JobModel, job: JobView, rate: float, top: int | None = None
+    model: JobModel,
+    job: JobView,
+    rate: float,
+    top: int | None = None,
+    rho: float | None = None,
 ) -> int | None:
     """The fewest executors within the job's bounds (``top``: its upper bound, when known)
-    that meet its SLO at ``rate``, or ``None`` when no allowed count does."""
+    that meet its SLO at ``rate``, or ``None`` when no allowed count does. ``rho``: the job's
+    :func:`max_utilisation`, when known."""
     low, top = job.min_executors, upper_bound(job) if top is None else top
     if rate <= 0:
         return low
-    rho = max_utilisation(model, job)
+    rho = max_utilisation(model, job) if rho is None else rho
     if rho <= 0:
         return None
     cores = rate * model.row_cost_s / (rho * (1 - 1e-9))
@@ -95,12 +100,9 @@ def utility_curve(
     high = min(ceiling, need) if need is not None else ceiling
     span = max(0, high - low)
     counts = sorted({low + round(span * i / grid) for i in range(grid + 1)})
-    return [
-        (
-            n,
-            job.priority
-            if need is not None and n >= need
-            else predicted_utility(model, job, n, rate),
-        )
-        for n in counts
-    ]
+    met = need if need is not None else high + 1
+    below = [n for n in counts if n < met]
+    values = predicted_utilities(model, job, below, rate) + [job.priority] * (
+        len(counts) - len(below)
+    )
+    return list(zip(counts, values, strict=True))

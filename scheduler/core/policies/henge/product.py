@@ -47,7 +47,12 @@ from scheduler.core.policies.henge.model import (
     sizes,
     usable,
 )
-from scheduler.core.policies.henge.outlook import demand, executors_needed, utility_curve
+from scheduler.core.policies.henge.outlook import (
+    demand,
+    executors_needed,
+    max_utilisation,
+    utility_curve,
+)
 from scheduler.core.policies.henge.product_settings import ProductSettings
 from scheduler.core.policies.henge.product_state import Move, MovedJob, ProductState
 from scheduler.core.policies.henge.sizing import paper_extra
@@ -61,7 +66,13 @@ _RATE_CHANGE = 0.2
 judged against its utility before the move."""
 _GROWING_GRID = 8
 _GIVING_GRID = 2
-"""Intervals of the executor counts at which a job's curve is sampled below its need."""
+"""Intervals of the executor counts at which a job's curve is sampled below its need: finer for
+a job missing its SLO (it may end anywhere below its need) than for one giving way."""
+_GRID_BUDGET = 1000
+"""Points the solver is offered by the jobs missing their SLO, at most: with more such jobs
+each curve is coarser (down to :data:`_GIVING_GRID`), so that a round stays fast."""
+_LISTED = 12
+"""Changes a round's reason names before it counts the rest."""
 _HEADROOM_CREDIT = 1e-4
 """Credit (fraction of priority) of a growing job's headroom target in the solver."""
 
@@ -116,6 +127,7 @@ class ProductRound:
         self._top_missing = 0.0
         self._capacity = 0.0
         """The cores the counted jobs can use: the free ones and those they hold."""
+        self._grid = _GROWING_GRID
         """The highest priority of a job missing its SLO (set when a move is planned)."""
         """Executors each offered job needs at its demand (``None``: unknown or out of reach)."""
 
@@ -379,6 +391,7 @@ class ProductRound:
         if not missing:
             return None  # nothing to gain: only a job missing its SLO can gain utility
         self._top_missing = max(missing)
+        self._grid = max(_GIVING_GRID, min(_GROWING_GRID, _GRID_BUDGET // len(missing)))
         self._capacity = self.snapshot.cluster.free_cores + sum(
             j.executors * j.cores_per_executor for j in self.jobs
         )
@@ -407,8 +420,7 @@ class ProductRound:
         ]
         self.act(changes)
         self.update(cluster_state=ClusterState.NOT_CONVERGED, settle_count=0, best_fraction=None)
-        names = ", ".join(f"{s.job.name} {s.job.executors}→{s.target}" for s in steps)
-        return self.plan(ActionKind.RECONFIGURE, f"reconfigure: {names}", changes)
+        return self.plan(ActionKind.RECONFIGURE, f"reconfigure: {self.listed(changes)}", changes)
 
     def why(self, job: JobView, target: int) -> str:
         if target < job.executors:
@@ -434,12 +446,13 @@ class ProductRound:
             if can_grow and target is not None and not meets_slo(now, job.priority):
                 # Eq. 2.4's step, and the way there at a utility assumed to rise evenly, so
                 # that the solver can give part of the step when the whole does not pay.
-                for k in range(1, _GROWING_GRID + 1):
-                    share = k / _GROWING_GRID
+                for k in range(1, self._grid + 1):
+                    share = k / self._grid
                     count = job.executors + round(share * (target - job.executors))
                     points.append((count, now + share * (job.priority - now) + eps))
             return Offer.of(job, points)
-        need = executors_needed(model, job, rate, top)
+        rho = max_utilisation(model, job)
+        need = executors_needed(model, job, rate, top, rho)
         self._needs[job.job_id] = need
         # Counts the cluster could never hold are no choice; the grid spans only the others.
         reachable = int(self._capacity // job.cores_per_executor)
@@ -448,7 +461,7 @@ class ProductRound:
         # so a coarser curve does, and one of at least every missing job's priority never gives
         # way below its need (whoever it helped would gain no more than it loses).
         if not meets_slo(now, job.priority):
-            points = utility_curve(model, job, rate, need, ceiling, _GROWING_GRID)
+            points = utility_curve(model, job, rate, need, ceiling, self._grid)
         elif job.priority < self._top_missing:
             points = utility_curve(model, job, rate, need, ceiling, _GIVING_GRID)
         else:
@@ -456,7 +469,7 @@ class ProductRound:
             points = [(low, job.priority if need is not None else now)]
         if need is not None and need <= ceiling:
             padded = demand(job, self.s.drain_s, rate=self.grown_rate(job))
-            target = executors_needed(model, job, padded, top) if padded is not None else None
+            target = executors_needed(model, job, padded, top, rho) if padded is not None else None
             if target is not None and target > need and target <= ceiling:
                 points.append((target, job.priority + _HEADROOM_CREDIT * job.priority))
         # What the job earns now is measured, and fewer executors never earn more than that,
@@ -512,10 +525,18 @@ class ProductRound:
         if not changes:
             return None
         self.act(changes)
-        names = ", ".join(
-            f"{self.by_id[c.job_id].name} {c.from_executors}→{c.to_executors}" for c in changes
+        text = f"give back unused executors: {self.listed(changes)}"
+        return self.plan(ActionKind.RECONFIGURE, text, changes)
+
+    def listed(self, changes: list[Change]) -> str:
+        """The changes for a round's reason; a long move names its first few (every change is
+        recorded as an action anyway)."""
+        shown = ", ".join(
+            f"{self.by_id[c.job_id].name} {c.from_executors}→{c.to_executors}"
+            for c in changes[:_LISTED]
         )
-        return self.plan(ActionKind.RECONFIGURE, f"give back unused executors: {names}", changes)
+        more = len(changes) - _LISTED
+        return f"{shown} and {more} more" if more > 0 else shown
 
     def keep(self, job: JobView) -> int | None:
         """Executors ``job`` needs at its recent peak with ``keep_headroom``, when it holds
