@@ -69,8 +69,9 @@ _GIVING_GRID = 2
 """Intervals of the executor counts at which a job's curve is sampled below its need: finer for
 a job missing its SLO (it may end anywhere below its need) than for one giving way."""
 _GRID_BUDGET = 1000
-"""Points the solver is offered by the jobs missing their SLO, at most: with more such jobs
-each curve is coarser (down to :data:`_GIVING_GRID`), so that a round stays fast."""
+"""Roughly the points the solver is offered per round: with more jobs missing their SLO each of
+their curves is coarser (down to :data:`_GIVING_GRID` intervals), and with more jobs in all the
+curves of those giving way are too (down to one interval), so that a round stays fast."""
 _LISTED = 12
 """Changes a round's reason names before it counts the rest."""
 _HEADROOM_CREDIT = 1e-4
@@ -128,6 +129,7 @@ class ProductRound:
         self._capacity = 0.0
         """The cores the counted jobs can use: the free ones and those they hold."""
         self._grid = _GROWING_GRID
+        self._giving_grid = _GIVING_GRID
         """The highest priority of a job missing its SLO (set when a move is planned)."""
         """Executors each offered job needs at its demand (``None``: unknown or out of reach)."""
 
@@ -392,6 +394,7 @@ class ProductRound:
             return None  # nothing to gain: only a job missing its SLO can gain utility
         self._top_missing = max(missing)
         self._grid = max(_GIVING_GRID, min(_GROWING_GRID, _GRID_BUDGET // len(missing)))
+        self._giving_grid = max(1, min(_GIVING_GRID, _GRID_BUDGET // len(self.jobs)))
         self._capacity = self.snapshot.cluster.free_cores + sum(
             j.executors * j.cores_per_executor for j in self.jobs
         )
@@ -463,7 +466,7 @@ class ProductRound:
         if not meets_slo(now, job.priority):
             points = utility_curve(model, job, rate, need, ceiling, self._grid)
         elif job.priority < self._top_missing:
-            points = utility_curve(model, job, rate, need, ceiling, _GIVING_GRID)
+            points = utility_curve(model, job, rate, need, ceiling, self._giving_grid)
         else:
             low = need if need is not None else job.executors
             points = [(low, job.priority if need is not None else now)]
