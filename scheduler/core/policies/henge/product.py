@@ -443,6 +443,15 @@ class ProductRound:
         rate = job.metrics.input_rate if job.metrics is not None else None
         top = upper_bound(job)
         can_grow = job.job_id not in self.state.blacklist and job.executors < top
+        if (
+            model is not None
+            and not meets_slo(now, job.priority)
+            and max_utilisation(model, job) <= 0
+        ):
+            # The model puts the per-batch floor above the SLO of a job that misses it: most
+            # likely a floor fitted on batches working off a backlog, and a job its model gives
+            # up on would starve whatever its priority. Eq. 2.4 steps instead.
+            model = None
         if model is None or rate is None:
             points = [(job.executors, now + 2 * eps)]
             target = self.untrusted_target(job)
