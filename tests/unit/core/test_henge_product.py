@@ -185,3 +185,15 @@ def test_the_solver_finds_the_brute_force_optimum(instance: tuple[list[JobChoice
     picked = [job.points[i] for job, i in zip(jobs, chosen, strict=True)]
     assert sum(p[1] for p in picked) <= capacity
     assert abs(sum(p[2] for p in picked) - value) <= 1e-9 * max(1.0, value)
+
+
+def test_a_model_that_gives_up_on_a_missing_job_does_not_starve_it() -> None:
+    policy = HengeProductPolicy()
+    hi, lo = streaming("hi", 2, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
+    models = fitted([hi, lo])
+    # A per-batch overhead fitted on batches working off a backlog: a 2 s SLO looks out of reach.
+    models["hi"] = models["hi"]._replace(overhead_s=5.0)
+    plan, _ = decide(policy, [hi, lo], ProductState(models=models), 0, free=0.0)
+    moved = targets(plan)
+    assert moved["hi"] > 2 and moved["lo"] < 30
+    assert "eq. 2.4" in next(c.reason for c in plan.changes if c.job_id == "hi")

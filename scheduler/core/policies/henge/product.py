@@ -451,7 +451,7 @@ class ProductRound:
             # The model puts the per-batch floor above the SLO of a job that misses it: most
             # likely a floor fitted on batches working off a backlog, and a job its model gives
             # up on would starve whatever its priority. Eq. 2.4 steps instead.
-            model = None
+            model = self._trusted[job.job_id] = None
         if model is None or rate is None:
             points = [(job.executors, now + 2 * eps)]
             target = self.untrusted_target(job)
