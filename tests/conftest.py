@@ -20,6 +20,7 @@ from scheduler.cluster.static import StaticCluster
 from scheduler.config import Settings
 from scheduler.registry import migrate
 from scheduler.registry.engine import make_engine
+from scheduler.web import mount_dashboard
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
 SERVER_URL = os.environ.get(
@@ -126,6 +127,7 @@ def api(
     pg_url: str, pg_engine: Engine, db_session: Session, clock: FixedClock
 ) -> Iterator[TestClient]:
     app = create_app(make_settings(pg_url), pg_engine, StaticCluster(4, 8, 32768), clock=clock)
+    mount_dashboard(app)  # as the service serves it
     app.dependency_overrides[get_session] = lambda: db_session
     with TestClient(app) as client:
         yield client
