@@ -14,7 +14,8 @@ One round, on the jobs ``decide`` counted:
    move is reverted. A grown job that still misses its SLO and gained less than ``min_gain``
    loses its model's trust; when it did not even use its executors it is blacklisted.
 3. Plan: every counted job offers the solver a few executor counts with their predicted
-   utility (:mod:`.allocate`), at its input plus backlog drain; a job whose model is not
+   utility (:mod:`.allocate`) at its input (a backlog only raises the count a growing job is
+   sized for, to drain it within ``drain_s``); a job whose model is not
    trusted offers only its allocation, or, missing its SLO, eq. 2.4's step. If the best
    allocation raises some job's predicted utility by ``min_gain`` of its priority, the move
    toward it is made at once, several jobs together (a reconfiguration).
