@@ -1,10 +1,12 @@
 """Henge's state machine (DESIGN §3): the ``henge-paper`` and ``henge`` policies.
 
-- :mod:`.policy`: the state machine, one round at a time;
-- :mod:`.settings`: its settings, and what ``henge`` turns on over ``henge-paper``;
-- :mod:`.state`: what it remembers between rounds, and the JSON form of that;
-- :mod:`.sizing`: how many executors a reconfiguration gives or a give-back takes;
-- :mod:`.model`: the per-job performance model ``henge`` fits online.
+- :mod:`.policy`: the paper's state machine, one round at a time (``henge-paper``), with
+  :mod:`.settings`, :mod:`.state` and :mod:`.sizing` (eq. 2.4);
+- :mod:`.product`: the product policy ``henge``, with :mod:`.product_settings` and
+  :mod:`.product_state`;
+- what the product policy reads: :mod:`.model` (the per-job model fitted online),
+  :mod:`.outlook` (what a job needs, and its utility curve) and :mod:`.allocate` (the offers to
+  the allocation solver, and the move toward its allocation).
 """
 
 from scheduler.core.policies.henge.model import JobModel, observe, predict, smallest
