@@ -314,8 +314,20 @@ class ProductRound:
             if counterfactual is None:
                 continue
             helped = self.draining(job)
-            actual += job.priority if helped else job.utility
+            # Still behind a backlog, but working it off faster than before the move: judged on
+            # that drain rate, as costing nothing, whatever its latency says yet.
+            faster = bool(
+                moved.after > moved.before
+                and job.metrics is not None
+                and job.metrics.backlog_rows
+                and moved.processed_before
+                and (job.metrics.processed_rate or 0.0)
+                >= moved.processed_before * (1 + self.s.min_gain)
+            )
+            earned = job.priority if helped else job.utility
+            actual += max(earned, counterfactual) if faster else earned
             without += counterfactual
+            helped = helped or faster
             if moved.after > moved.before and not helped:
                 self.judge_growth(job, moved, counterfactual)
         scale = sum(self.by_id[j].priority for j in move.jobs if j in self.by_id)
@@ -578,6 +590,7 @@ class ProductRound:
                 job.utility,
                 rate,
                 by_model=self.trusted(job) is not None,
+                processed_before=job.metrics.processed_rate if job.metrics is not None else None,
             )
         self.update(last_move=Move(self.now, moved, revert=revert))
 

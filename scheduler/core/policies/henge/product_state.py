@@ -22,6 +22,8 @@ class MovedJob:
     rate_before: float | None
     by_model: bool = False
     """The job's trusted model sized the move (a failed growth then costs it the trust)."""
+    processed_before: float | None = None
+    """Rows per second it processed before the move (a backlogged job is judged on it)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,14 @@ def dump(state: ProductState) -> JSONDict:
         else {
             "at": _iso(move.at),
             "jobs": {
-                k: [j.before, j.after, j.utility_before, j.rate_before, j.by_model]
+                k: [
+                    j.before,
+                    j.after,
+                    j.utility_before,
+                    j.rate_before,
+                    j.by_model,
+                    j.processed_before,
+                ]
                 for k, j in sorted(move.jobs.items())
             },
             "revert": move.revert,
@@ -104,7 +113,14 @@ def load(data: Mapping[str, Any]) -> ProductState:
         move = Move(
             at=at,
             jobs={
-                str(k): MovedJob(int(v[0]), int(v[1]), float(v[2]), _opt(v[3]), bool(v[4]))
+                str(k): MovedJob(
+                    int(v[0]),
+                    int(v[1]),
+                    float(v[2]),
+                    _opt(v[3]),
+                    bool(v[4]),
+                    _opt(v[5]) if len(v) > 5 else None,
+                )
                 for k, v in (raw.get("jobs") or {}).items()
             },
             revert=bool(raw.get("revert", False)),
