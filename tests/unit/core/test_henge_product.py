@@ -16,7 +16,7 @@ from scheduler.core.policies.henge.model import JobModel, observe
 from scheduler.core.policies.henge.outlook import demand, executors_needed
 from scheduler.core.policies.henge.product import HengeProductPolicy
 from scheduler.core.policies.henge.product_settings import ProductSettings
-from scheduler.core.policies.henge.product_state import ProductState
+from scheduler.core.policies.henge.product_state import Move, MovedJob, ProductState
 from scheduler.core.slo import SLO
 
 from .henge_builders import at, job, snapshot, spark_metrics
@@ -197,3 +197,26 @@ def test_a_model_that_gives_up_on_a_missing_job_does_not_starve_it() -> None:
     moved = targets(plan)
     assert moved["hi"] > 2 and moved["lo"] < 30
     assert "eq. 2.4" in next(c.reason for c in plan.changes if c.job_id == "hi")
+
+
+def test_a_grown_job_still_behind_its_backlog_is_judged_on_its_drain_rate() -> None:
+    policy = HengeProductPolicy()
+    steady = streaming("a", 4, 1000.0)  # meets its SLO at 4 executors once the backlog is gone
+    models = fitted([steady])
+    move = Move(at(-70), {"a": MovedJob(4, 8, 0.0, 1000.0, by_model=True, processed_before=600.0)})
+    state = ProductState(models=models, last_move=move)
+    base = replace(steady, executors=8)
+    assert base.metrics is not None
+    behind = replace(
+        base,
+        metrics=replace(
+            base.metrics,
+            utility=0.0,  # a backlog of a million rows keeps its latency far above the SLO
+            backlog_rows=1_000_000.0,
+            processed_rate=900.0,  # 50 % faster than before the move, not yet above its input
+            executors_reported=8,
+        ),
+    )
+    plan, state = decide(policy, [behind], state, 0)
+    assert plan.action is not ActionKind.REVERT
+    assert "a" not in state.blacklist
