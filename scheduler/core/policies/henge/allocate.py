@@ -47,16 +47,9 @@ class Offer:
         return best
 
 
-@dataclass(frozen=True)
-class Allocation:
-    """The solver's targets, and the value it expects of them."""
-
-    targets: Mapping[str, int]
-    value: float
-
-
-def solve(offers: Sequence[Offer], cluster: ClusterView) -> Allocation | None:
-    """The best allocation, or ``None`` when the jobs' lowest counts do not fit."""
+def solve(offers: Sequence[Offer], cluster: ClusterView) -> dict[str, int] | None:
+    """Each job's target in the best allocation, or ``None`` when the jobs' lowest counts do not
+    fit."""
     if not offers:
         return None
     unit = reduce(math.gcd, (o.job.cores_per_executor for o in offers)) or 1
@@ -66,11 +59,8 @@ def solve(offers: Sequence[Offer], cluster: ClusterView) -> Allocation | None:
     spare = capacity - sum(c.points[0][1] for c in choices)
     if spare < 0:
         return None
-    value, chosen, _ = solve_choices(choices, spare)
-    targets = {
-        o.job.job_id: c.points[i][0] for o, c, i in zip(offers, choices, chosen, strict=True)
-    }
-    return Allocation(targets, value)
+    _, chosen, _ = solve_choices(choices, spare)
+    return {o.job.job_id: c.points[i][0] for o, c, i in zip(offers, choices, chosen, strict=True)}
 
 
 def _choices(offer: Offer, unit: int) -> JobChoices:

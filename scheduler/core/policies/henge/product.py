@@ -314,16 +314,7 @@ class ProductRound:
             if counterfactual is None:
                 continue
             helped = self.draining(job)
-            # Still behind a backlog, but working it off faster than before the move: judged on
-            # that drain rate, as costing nothing, whatever its latency says yet.
-            faster = bool(
-                moved.after > moved.before
-                and job.metrics is not None
-                and job.metrics.backlog_rows
-                and moved.processed_before
-                and (job.metrics.processed_rate or 0.0)
-                >= moved.processed_before * (1 + self.s.min_gain)
-            )
+            faster = self.drains_faster(job, moved)
             earned = job.priority if helped else job.utility
             actual += max(earned, counterfactual) if faster else earned
             without += counterfactual
@@ -374,6 +365,18 @@ class ProductRound:
             and m.processed_rate > m.input_rate * 1.02
         )
 
+    def drains_faster(self, job: JobView, moved: MovedJob) -> bool:
+        """A grown job still behind a backlog but working it off faster than before the move:
+        judged on that drain rate, as costing nothing, whatever its latency says yet."""
+        m = job.metrics
+        return bool(
+            moved.after > moved.before
+            and m is not None
+            and m.backlog_rows
+            and moved.processed_before
+            and (m.processed_rate or 0.0) >= moved.processed_before * (1 + self.s.min_gain)
+        )
+
     def judge_growth(self, job: JobView, moved: MovedJob, counterfactual: float) -> None:
         gain = (job.utility - counterfactual) / job.priority
         if meets_slo(job.utility, job.priority) or gain >= self.s.min_gain:
@@ -412,11 +415,11 @@ class ProductRound:
             j.executors * j.cores_per_executor for j in self.jobs
         )
         offers = [self.offer(job) for job in self.jobs]
-        allocation = solve(offers, self.snapshot.cluster)
-        if allocation is None:
+        targets = solve(offers, self.snapshot.cluster)
+        if targets is None:
             self.notes.append("the jobs' minimums do not fit")
             return None
-        steps = move_toward(allocation.targets, self.jobs, self.snapshot.cluster)
+        steps = move_toward(targets, self.jobs, self.snapshot.cluster)
         values = {o.job.job_id: o for o in offers}
         helped = [
             s
