@@ -177,13 +177,25 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
             )
             assert met["utility"] == pytest.approx(PAGELOAD["priority"])
 
-            history = http.get(
-                f"/v1/jobs/{pageload_id}/history", params={"limit": 1000}, headers=as_tenant
-            ).json()["points"]
+            def history() -> list[dict[str, Any]]:
+                return http.get(
+                    f"/v1/jobs/{pageload_id}/history", params={"limit": 1000}, headers=as_tenant
+                ).json()["points"]
+
+            # The job's latest window met the SLO; its stored window may land a report later.
+            points = wait_for(
+                "a stored window of pageload meeting its SLO on more executors",
+                lambda: (
+                    (h := history())
+                    and any(p["executors"] > 1 and p["latency_ms"] is not None
+                            and p["latency_ms"] <= LATENCY_SLO_MS for p in h)
+                    and h
+                ),
+                30,
+                (pageload, wordcount),
+            )  # fmt: skip
             assert any(p["executors"] == 1 and (p["latency_ms"] or 0) > LATENCY_SLO_MS
-                       for p in history), history  # fmt: skip
-            assert any(p["executors"] > 1 and p["latency_ms"] is not None
-                       and p["latency_ms"] <= LATENCY_SLO_MS for p in history)  # fmt: skip
+                       for p in points), points  # fmt: skip
             rounds = http.get("/v1/rounds", params={"limit": 500}, headers=admin).json()
             grows = [
                 a
