@@ -115,6 +115,21 @@ def test_executors_come_from_the_lowest_priority_first_never_a_uniform_cut() -> 
     assert sum(t - held[k] for k, t in moved.items()) <= 0  # the cluster was full
 
 
+def test_a_donor_keeps_what_its_recent_peak_needs_not_what_a_dip_needs() -> None:
+    policy = HengeProductPolicy()
+    short = streaming("short", 4, 4000.0, priority=90.0)  # misses: needs 13
+    # Same priority, meeting its SLO in a dip: 2000 rows/s need 7, but it saw 4000 (13) lately.
+    dipped = streaming("dipped", 20, 2000.0, priority=90.0)
+    state = ProductState(
+        models=fitted([short, dipped]), peaks={"dipped": (4000.0, at(0).timestamp())}
+    )
+    plan, _ = decide(policy, [short, dipped], state, 0, free=0.0)
+    moved = targets(plan)
+    # Only the 7 executors it would not need even at its peak may go to the other job.
+    assert plan.action is ActionKind.RECONFIGURE
+    assert moved["dipped"] >= 13 and moved["short"] > 4
+
+
 def test_the_surplus_of_a_job_is_given_back_only_after_the_stabilization_window() -> None:
     policy = HengeProductPolicy(ProductSettings(stabilization_s=600.0))
     big = streaming("big", 40, 2000.0)  # needs 9 even at 1.5 × its peak

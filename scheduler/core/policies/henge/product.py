@@ -14,11 +14,11 @@ One round, on the jobs ``decide`` counted:
    move is reverted. A grown job that still misses its SLO and gained less than ``min_gain``
    loses its model's trust; when it did not even use its executors it is blacklisted.
 3. Plan: every counted job offers the solver a few executor counts with their predicted
-   utility (:mod:`.allocate`) at its input (a backlog only raises the count a growing job is
-   sized for, to drain it within ``drain_s``); a job whose model is not
-   trusted offers only its allocation, or, missing its SLO, eq. 2.4's step. If the best
-   allocation raises some job's predicted utility by ``min_gain`` of its priority, the move
-   toward it is made at once, several jobs together (a reconfiguration).
+   utility (:mod:`.allocate`) at the input it must be ready for, its recent peak (a backlog
+   only raises the count a growing job is sized for, to drain it within ``drain_s``); a job
+   whose model is not trusted offers only its allocation, or, missing its SLO, eq. 2.4's
+   step. If the best allocation raises some job's predicted utility by ``min_gain`` of its
+   priority, the move toward it is made at once, several jobs together (a reconfiguration).
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -454,9 +454,11 @@ class ProductRound:
         eps = self.s.priority_epsilon * job.priority
         now = job.utility
         model = self.trusted(job)
-        # Worth is judged at the input: a backlog is transient, so it only raises the target a
-        # growing job is sized for (below), never what its executors are worth.
-        rate = job.metrics.input_rate if job.metrics is not None else None
+        # Worth is judged at the input the job must be ready for: its recent peak (a count that
+        # meets the SLO only at a passing dip would miss it again before the next move could
+        # help). A backlog is transient, so it only raises the target a growing job is sized
+        # for (below), never what its executors are worth.
+        rate = self.ready_rate(job)
         top = upper_bound(job)
         can_grow = job.job_id not in self.state.blacklist and job.executors < top
         if (
@@ -517,14 +519,18 @@ class ProductRound:
         kept.append((held, current + 2 * eps + _HEADROOM_CREDIT * job.priority))
         return Offer.of(job, kept)
 
-    def grown_rate(self, job: JobView) -> float | None:
-        """What a growing job is sized for: its recent peak input (or its input now, when
-        higher), with ``headroom``."""
+    def ready_rate(self, job: JobView) -> float | None:
+        """The input ``job`` must be ready for: its recent peak, or its input now when higher."""
         rate = job.metrics.input_rate if job.metrics is not None else None
         if rate is None:
             return None
         peak = self.state.peaks.get(job.job_id)
-        return max(rate, peak[0] if peak is not None else rate) * (1 + self.s.headroom)
+        return max(rate, peak[0]) if peak is not None else rate
+
+    def grown_rate(self, job: JobView) -> float | None:
+        """What a growing job is sized for: :meth:`ready_rate` with ``headroom``."""
+        rate = self.ready_rate(job)
+        return None if rate is None else rate * (1 + self.s.headroom)
 
     def untrusted_target(self, job: JobView) -> int | None:
         """Eq. 2.4's step, and at least the executors the job registered with; ``None`` while
