@@ -509,6 +509,47 @@ def bench_overhead(
     _write_json(json_file, result)
 
 
+@bench_app.command("reference")
+def bench_reference(
+    scenarios: Annotated[str, typer.Option(help="Comma-separated scenarios.")] = "tiers-diurnal",
+    seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "1,2,3",
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the figures here.")
+    ] = None,
+) -> None:
+    """How much of the oracle's bound is reachable: allocations from the true job curves,
+    re-solved every round and imposed at once, played through the simulated cluster."""
+    from scheduler.bench.reference import measure_references
+    from scheduler.logs import configure_logging
+    from scheduler.sim.reference import REFERENCES
+
+    configure_logging("warning", "console")
+    names = [n for n in scenarios.split(",") if n]
+    for name in names:
+        _load_scenario(name)
+    figures = measure_references(names, _seeds(seeds, None))
+    rows = [
+        [
+            scenario,
+            reference,
+            _mean_worst(values["utility_fraction"]),
+            _mean_worst(values["oracle_fraction"]),
+        ]
+        for scenario, references in figures.items()
+        for reference, values in references.items()
+    ]
+    columns = ["scenario", "reference", "utility fraction", "oracle fraction"]
+    _table("reference allocations (mean (worst) over the seeds)", columns, rows)
+    for reference in REFERENCES:
+        out.print(f"{reference.name}: {reference.summary}", highlight=False, soft_wrap=True)
+    _write_json(json_file, figures)
+
+
+def _mean_worst(spread: dict[str, float | None]) -> str:
+    mean, worst = spread["mean"], spread["worst"]
+    return "-" if mean is None or worst is None else f"{mean:.3f} ({worst:.3f})"
+
+
 def _write_json(path: Path | None, figures: Any) -> None:
     """A benchmark's figures as JSON, when ``--json`` names a file."""
     if path is None:

@@ -44,12 +44,16 @@ def solve(
     now: datetime,
     *,
     max_dp_cells: int = DEFAULT_MAX_DP_CELLS,
+    times: Sequence[datetime] = (),
 ) -> OracleSolution:
     """The oracle's allocation at ``now`` (see the module docstring).
 
     Every job may hold between its minimum and maximum executors. When even the minimums do not
     fit in the cluster, no allocation respects them (the cluster would leave executors pending),
     so the oracle then lets each job go as low as zero executors, which earn no utility.
+
+    ``times`` (default: ``now`` alone) values each count at the job's lowest true utility over
+    those moments: the allocation that holds up over a stretch of input, not one instant's.
     """
     capacity = max(0, math.floor(world.capacity_cores(now) + 1e-9))
     if not specs_present:
@@ -58,7 +62,8 @@ def solve(
     relax = minimum_cores > capacity
     unit = reduce(math.gcd, (s.cores_per_executor for s in specs_present)) or 1
     units = capacity // unit
-    choices = [_choices(world, spec, now, units, unit, relax) for spec in specs_present]
+    moments = tuple(times) or (now,)
+    choices = [_choices(world, spec, moments, units, unit, relax) for spec in specs_present]
     spare = units - sum(job.points[0][1] for job in choices)
     total, chosen, method = solve_choices(choices, spare, max_dp_cells)
     executors = {job.name: job.points[i][0] for job, i in zip(choices, chosen, strict=True)}
@@ -66,12 +71,17 @@ def solve(
 
 
 def _choices(
-    world: World, spec: SimJobSpec, now: datetime, units: int, unit: int, relax: bool
+    world: World,
+    spec: SimJobSpec,
+    times: Sequence[datetime],
+    units: int,
+    unit: int,
+    relax: bool,
 ) -> JobChoices:
     lowest = 0 if relax else spec.min_executors
     per_executor = spec.cores_per_executor // unit
     utility_at = [
-        world.true_utility(spec.name, e, now) if e > 0 else 0.0
+        min(world.true_utility(spec.name, e, t) for t in times) if e > 0 else 0.0
         for e in range(lowest, max(lowest, spec.max_executors) + 1)
         if e * per_executor <= units or e == lowest
     ]

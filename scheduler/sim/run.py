@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.sim.events import event_marks
-from scheduler.sim.runner import Progress, RunSettings, simulate
+from scheduler.sim.runner import Progress, RunSettings, Steering, simulate
 from scheduler.sim.scenario import Scenario
 from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.summary import summarize
@@ -34,6 +34,7 @@ def run_scenario(
     policy_params: Mapping[str, Any] | None = None,
     oracle: bool = True,
     progress: Progress | None = None,
+    steering: Steering | None = None,
 ) -> SimResult:
     return simulate(
         build_world(scenario, seed),
@@ -45,6 +46,7 @@ def run_scenario(
         oracle=oracle,
         progress=progress,
         events=event_marks(scenario),
+        steering=steering,
     )
 
 

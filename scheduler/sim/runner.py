@@ -34,6 +34,10 @@ from scheduler.sim.types import (
 Progress = Callable[[float], None]
 """Called with the fraction of the run done."""
 
+Steering = Callable[[World, Sequence[SimJobSpec], datetime], Mapping[str, int]]
+"""Each present job's executors, imposed on the world after every round in place of the
+policy's plan (the reference allocations of :mod:`scheduler.sim.reference`)."""
+
 
 @dataclass
 class VirtualClock:
@@ -133,8 +137,10 @@ class Simulation:
         realizer: Realizer | None = None,
         clock: VirtualClock | None = None,
         loop: SchedulerLoop | None = None,
+        steering: Steering | None = None,
     ) -> None:
         self.world = world
+        self.steering = steering
         self.core = core
         self.settings = settings
         self.clock = clock or VirtualClock(world.start)
@@ -229,10 +235,20 @@ class Simulation:
             kind = action_kind(plan, change.job_id)
             self.actions.append(ActionEvent(t_s, kind, name, change.from_executors,
                                             change.to_executors, change.reason))  # fmt: skip
+        if self.steering is not None:
+            self._steer()
         sample = self._sample(outcome, t_s)
         self.samples.append(sample)
         self._note_errors()
         return sample
+
+    def _steer(self) -> None:
+        assert self.steering is not None
+        specs = [s for s in self.world.specs() if s.name in self.ids]
+        for name, executors in self.steering(self.world, specs, self.clock.now).items():
+            if executors != self.targets.get(name):
+                self.world.set_target(name, executors)
+                self.targets[name] = executors
 
     def _note_errors(self) -> None:
         """Per-job model errors, from a policy state that keeps them under ``errors`` (``henge``,
@@ -291,13 +307,15 @@ def simulate(
     oracle: bool = True,
     progress: Progress | None = None,
     events: Sequence[EventMark] = (),
+    steering: Steering | None = None,
 ) -> SimResult:
     """Run ``world`` under ``policy`` and return what happened; ``events`` (the scenario's, for
-    recovery times) are passed through to the result."""
+    recovery times) are passed through to the result. With ``steering`` the executors it picks
+    replace the policy's after every round."""
     started = time.perf_counter()
     core = CoreSettings(policy=policy, policy_params=dict(policy_params or {}),
                         **dict(core_overrides or {}))  # fmt: skip
-    run = Simulation(world, core, settings, oracle=oracle)
+    run = Simulation(world, core, settings, oracle=oracle, steering=steering)
     samples, actions = run.run(progress)
     return SimResult(
         scenario=scenario,

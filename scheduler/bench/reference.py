@@ -1,0 +1,41 @@
+"""``henge bench reference``: the reference allocations of :mod:`scheduler.sim.reference` on
+scenarios × seeds, with their utility and oracle fractions (mean and worst over the seeds)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler.sim.reference import REFERENCE_POLICY, REFERENCES
+from scheduler.sim.run import load, run_scenario, run_settings
+from scheduler.sim.summary import summarize
+
+
+def measure_references(scenarios: Sequence[str], seeds: Sequence[int]) -> dict[str, Any]:
+    """Per scenario and reference: each seed's fractions, and their mean and worst."""
+    figures: dict[str, Any] = {}
+    for name in scenarios:
+        scenario = load(name)
+        step_s = run_settings(scenario).round_interval_s
+        rows: dict[str, Any] = {}
+        for reference in REFERENCES:
+            steering = reference.steering(step_s)
+            runs = [
+                summarize(run_scenario(scenario, REFERENCE_POLICY, seed, steering=steering))
+                for seed in seeds
+            ]
+            rows[reference.name] = {
+                "summary": reference.summary,
+                "seeds": list(seeds),
+                "utility_fraction": _spread([r["utility"]["fraction"] for r in runs]),
+                "oracle_fraction": _spread([r["utility"]["oracle_fraction"] for r in runs]),
+            }
+        figures[name] = rows
+    return figures
+
+
+def _spread(values: list[float | None]) -> dict[str, float | None]:
+    known = [v for v in values if v is not None]
+    if not known:
+        return {"mean": None, "worst": None}
+    return {"mean": sum(known) / len(known), "worst": min(known)}

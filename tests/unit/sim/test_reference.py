@@ -1,0 +1,76 @@
+"""Reference allocations (scheduler.sim.reference): the oracle valued over a stretch of input,
+imposed on the simulated world every round in place of the policy's plan."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from scheduler.sim.oracle import solve
+from scheduler.sim.reference import REFERENCE_POLICY, REFERENCES, Reference
+from scheduler.sim.run import run_scenario
+from scheduler.sim.summary import summarize
+from scheduler.sim.types import SimJobSpec, World
+
+from .test_oracle import spec
+from .world_kit import scenario
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class RisingWorld:
+    """One job that needs 2 executors at T0 and 4 from T0 + 10 s (a step curve)."""
+
+    start = T0
+
+    def true_utility(self, job: str, executors: int, now: datetime) -> float:
+        needed = 2 if now < T0 + timedelta(seconds=10) else 4
+        return 10.0 if executors >= needed else 0.0
+
+    def capacity_cores(self, now: datetime) -> float:
+        return 8.0
+
+
+def test_each_count_is_valued_at_its_worst_moment() -> None:
+    world = RisingWorld()
+    now_only = solve(world, [spec("a")], T0)
+    ahead = solve(world, [spec("a")], T0, times=(T0, T0 + timedelta(seconds=10)))
+    assert now_only.executors == {"a": 2}
+    assert ahead.executors == {"a": 4}
+
+
+def test_moments_span_the_lookback_and_the_lookahead_in_steps() -> None:
+    reference = Reference("r", lookback_s=30.0, lookahead_s=10.0, summary="")
+    offsets = [(t - T0).total_seconds() for t in reference.moments(T0, 10.0)]
+    assert offsets == [-30.0, -20.0, -10.0, 0.0, 10.0]
+    assert [r.name for r in REFERENCES] == [
+        "oracle-played",
+        "true-models-last-60s",
+        "clairvoyant-next-10s",
+    ]
+
+
+def test_a_steering_replaces_the_policy_plan_every_round() -> None:
+    scn = dataclasses.replace(scenario(), duration_s=1500)  # a 2000 rows/s job starting at 4
+    calls: list[datetime] = []
+
+    def seven(world: World, specs: Sequence[SimJobSpec], now: datetime) -> Mapping[str, int]:
+        calls.append(now)
+        return {s.name: 7 for s in specs}
+
+    result = run_scenario(scn, REFERENCE_POLICY, 1, steering=seven)
+    acting = [s for s in result.samples if s.t_s >= 0]
+    assert len(calls) == len(acting) and not result.actions  # the policy never moved a thing
+    assert all(s.executors == {"a": 7} for s in acting)
+    # The executors the steering set are what the cluster held: 7 cores over the run.
+    assert result.executor_core_seconds / result.sim_seconds == pytest.approx(7.0, rel=0.05)
+
+
+def test_the_played_oracle_reaches_the_bound_on_a_steady_input() -> None:
+    scn = dataclasses.replace(scenario(), duration_s=1500)
+    (played, *_) = REFERENCES
+    summary = summarize(run_scenario(scn, REFERENCE_POLICY, 1, steering=played.steering(10.0)))
+    assert summary["utility"]["oracle_fraction"] > 0.97
