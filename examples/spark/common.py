@@ -2,7 +2,7 @@
 
 Each example is an ordinary PySpark application; the two Henge lines are in :func:`run`:
 
-    from scheduler.agent import attach
+    from henge_agent import attach
     agent = attach(spark, url=..., job_id=..., token=..., min_executors=..., max_executors=...)
 """
 
@@ -21,8 +21,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-if str(HERE.parent.parent) not in sys.path:  # the repository root, for `scheduler.agent`
-    sys.path.insert(0, str(HERE.parent.parent))
 
 # Executors start their Python workers with the driver's interpreter (the venv's).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -160,7 +158,7 @@ def run(app_name: str, build: Callable, args: argparse.Namespace) -> int:  # typ
     spark = session(app_name, args)
     agent = None
     if args.henge_url:
-        from scheduler.agent import AgentRefused, attach
+        from henge_agent import AgentRefused, attach
 
         try:
             agent = attach(

@@ -28,8 +28,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scheduler.testing.fake_api import FakeScheduler  # noqa: E402
 from scheduler.spark.local_cluster import LocalCluster  # noqa: E402
+from scheduler.testing.fake_api import FakeScheduler  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

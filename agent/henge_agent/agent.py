@@ -16,12 +16,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
-from scheduler.agent.estimator import latency_ms
-from scheduler.agent.progress import Drained, ProgressBook
-from scheduler.agent.spark_control import SparkControl
-from scheduler.agent.transport import Answer, ReportClient, ReportError
+from henge_agent.estimator import latency_ms
+from henge_agent.progress import Drained, ProgressBook
+from henge_agent.spark_control import SparkControl
+from henge_agent.transport import Answer, ReportClient, ReportError
 
 log = logging.getLogger("henge.agent")
 
@@ -138,12 +139,12 @@ class Agent:
                 break
             now = self.clock()
             if now >= next_close:
-                self._guard("report", lambda now=now: self.tick(now))
+                self._guard("report", partial(self.tick, now))
                 next_close += self.sub_window_s
                 if next_close <= now:  # fell behind (a paused process): skip ahead
                     next_close = now + self.sub_window_s
             elif self._pending and now >= self._next_attempt:
-                self._guard("retry", lambda now=now: self.flush(now))
+                self._guard("retry", partial(self.flush, now))
 
     def _guard(self, what: str, action: Callable[[], Any]) -> None:
         try:

@@ -1,6 +1,6 @@
 """The Henge agent, inside the tenant's PySpark driver (DESIGN §5.3).
 
-    from scheduler.agent import attach
+    from henge_agent import attach
     agent = attach(spark, url="http://henge:8080", job_id="...", token="hga_...",
                    min_executors=1, max_executors=8)
 
@@ -19,9 +19,9 @@ import logging
 import time
 from typing import Any
 
-from scheduler.agent.agent import Agent, AgentStats
-from scheduler.agent.progress import ProgressBook
-from scheduler.agent.transport import ReportClient
+from henge_agent.agent import Agent, AgentStats
+from henge_agent.progress import ProgressBook
+from henge_agent.transport import ReportClient
 
 __all__ = ["Agent", "AgentRefused", "AgentStats", "attach"]
 
@@ -90,8 +90,8 @@ def attach(
             master,
         )
 
-    from scheduler.agent.listener import make_listener
-    from scheduler.agent.spark_control import PySparkControl
+    from henge_agent.listener import make_listener
+    from henge_agent.spark_control import PySparkControl
 
     book = ProgressBook()
     control = PySparkControl(sc)
