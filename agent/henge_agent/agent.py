@@ -21,6 +21,7 @@ from typing import Any
 
 from henge_agent.estimator import latency_ms
 from henge_agent.progress import Drained, ProgressBook
+from henge_agent.settings import DEFAULT_MAX_BACKOFF_S, DEFAULT_SUB_WINDOW_S
 from henge_agent.spark_control import SparkControl
 from henge_agent.transport import Answer, ReportClient, ReportError
 
@@ -66,11 +67,11 @@ class Agent:
         client: ReportClient,
         book: ProgressBook,
         *,
-        sub_window_s: float = 10.0,
+        sub_window_s: float = DEFAULT_SUB_WINDOW_S,
         min_executors: int | None = None,
         max_executors: int | None = None,
         initial_executors: int | None = None,
-        max_backoff_s: float = 60.0,
+        max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
         resize: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
