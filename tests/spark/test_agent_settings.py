@@ -131,8 +131,13 @@ def test_a_token_in_the_spark_conf_is_refused_without_repeating_it(key: str) -> 
     assert "hga_leaked" not in message
 
 
-def test_a_reference_to_a_kubernetes_secret_in_the_conf_is_fine() -> None:
-    conf = {**CONF, "spark.kubernetes.driver.secretKeyRef.HENGE_AGENT_TOKEN": "job-agent:token"}
+def test_references_to_a_kubernetes_secret_in_the_conf_are_fine() -> None:
+    conf = {
+        **CONF,
+        "spark.kubernetes.driver.secretKeyRef.HENGE_AGENT_TOKEN": "job-agent:token",
+        "spark.kubernetes.driver.secrets.job-agent": "/etc/henge",
+        "spark.kubernetes.driverEnv.HENGE_AGENT_TOKEN_FILE": "/etc/henge/token",
+    }
     assert settings_from(conf, TOKEN_ENV).token == "hga_secret"
 
 
