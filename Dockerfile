@@ -5,10 +5,11 @@
 #   docker run --rm -p 8080:8080 -e HENGE_DATABASE_URL=... -e HENGE_ADMIN_TOKEN=... henge
 #
 # Two stages: the builder installs the project from this folder into a virtualenv at
-# /opt/henge; the final image holds only that virtualenv on a slim Python 3.11. The Alembic
-# migrations travel inside the wheel (scheduler/_migrations, see pyproject.toml), so
-# `henge migrate` works from the image with nothing else copied. Every dependency ships
-# manylinux wheels, so neither stage needs a compiler.
+# /opt/henge (henge and the henge-agent distribution it depends on, from agent/, in one pip call
+# so the resolver takes henge-agent from here); the final image holds only that virtualenv on a
+# slim Python 3.11. The Alembic migrations travel inside the wheel (scheduler/_migrations, see
+# pyproject.toml), so `henge migrate` works from the image with nothing else copied. Every
+# dependency ships manylinux wheels, so neither stage needs a compiler.
 #
 # tests/helm/test_dockerfile.py replays the builder's RUN lines in a fresh venv and runs the
 # installed `henge` (keep the builder's RUN lines plain shell: that test executes them).
@@ -26,9 +27,10 @@ WORKDIR /src
 COPY pyproject.toml README.md alembic.ini ./
 COPY migrations ./migrations
 COPY scheduler ./scheduler
+COPY agent ./agent
 
 RUN python -m venv /opt/henge
-RUN /opt/henge/bin/pip install .
+RUN /opt/henge/bin/pip install ./agent .
 
 # ---- final: the virtualenv only, as a non-root user --------------------------------------
 FROM ${PYTHON_IMAGE}

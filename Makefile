@@ -4,12 +4,17 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck postgres clean
+# The agent is a distribution of its own (agent/, henge-agent) that henge depends on: both are
+# installed in one pip call so the resolver takes henge-agent from this tree.
+LINT_PATHS := scheduler agent tests migrations examples/spark
+AGENT_WHEEL_DIR := dist
 
-$(STAMP): pyproject.toml
+.PHONY: setup demo test lint typecheck postgres agent-wheel clean
+
+$(STAMP): pyproject.toml agent/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,spark]"
+	$(BIN)/pip install --quiet -e ./agent -e ".[dev,spark]"
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install the project with its dev tools
@@ -21,15 +26,18 @@ postgres:  ## make sure the Postgres server for the tests answers
 	@scripts/ensure-postgres.sh
 
 lint: setup
-	$(BIN)/ruff check scheduler tests migrations
-	$(BIN)/ruff format --check scheduler tests migrations
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/lint-imports
 
 typecheck: setup
-	$(BIN)/mypy scheduler/core
+	$(BIN)/mypy scheduler/core agent/henge_agent
+
+agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's driver installs)
+	$(BIN)/python -m build --wheel --outdir $(AGENT_WHEEL_DIR) agent
 
 test: setup postgres lint typecheck  ## every check and every test
 	$(BIN)/pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis henge.db henge.db-*
+	rm -rf $(VENV) $(AGENT_WHEEL_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis henge.db henge.db-*

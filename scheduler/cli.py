@@ -214,7 +214,8 @@ def job_register(
         f"status {created['status']} ({created['status_reason']})"
     )
     out.print(
-        f"agent token (shown once, pass it to scheduler.agent.attach): {created['agent_token']}"
+        "agent token (shown once; the job's agent reads it from HENGE_AGENT_TOKEN or "
+        f"HENGE_AGENT_TOKEN_FILE, see docs/agent.md): {created['agent_token']}"
     )
 
 

@@ -1,14 +1,20 @@
 """What the example jobs share: command-line options, the session, the input, the agent.
 
-Each example is an ordinary PySpark application; the two Henge lines are in :func:`run`:
+Each example is an ordinary PySpark application. The agent's settings go in the Spark conf
+(:func:`session`: ``spark.henge.url``, ``spark.henge.jobId``, the bounds) and the token in the
+driver's environment (``HENGE_AGENT_TOKEN`` or ``HENGE_AGENT_TOKEN_FILE``); the Henge line is in
+:func:`run`:
 
-    from scheduler.agent import attach
-    agent = attach(spark, url=..., job_id=..., token=..., min_executors=..., max_executors=...)
+    agent = henge_agent.attach(spark)
+
+The agent comes from the installed henge-agent distribution (``make agent-wheel``, then
+``pip install dist/henge_agent-*.whl`` in the drivers' environment), not from this repository.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import logging
 import os
@@ -21,8 +27,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-if str(HERE.parent.parent) not in sys.path:  # the repository root, for `scheduler.agent`
-    sys.path.insert(0, str(HERE.parent.parent))
 
 # Executors start their Python workers with the driver's interpreter (the venv's).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -56,8 +60,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--job-id", default=env("HENGE_JOB_ID"), help="job id ($HENGE_JOB_ID)")
     p.add_argument(
         "--token",
-        default=env("HENGE_AGENT_TOKEN"),
-        help="the job's agent token ($HENGE_AGENT_TOKEN)",
+        help="the job's agent token (default: the agent reads $HENGE_AGENT_TOKEN or the file "
+        "named by $HENGE_AGENT_TOKEN_FILE)",
     )
     p.add_argument("--sub-window-s", type=float, default=10.0)
     p.add_argument("--min-executors", type=int)
@@ -88,6 +92,8 @@ def session(app_name: str, args: argparse.Namespace):  # type: ignore[no-untyped
     )
     if args.cores_max:
         builder = builder.config("spark.cores.max", str(args.cores_max))
+    for key, value in henge_conf(args).items():
+        builder = builder.config(key, value)
     if args.dynamic_allocation:
         builder = builder.config("spark.shuffle.service.enabled", "false").config(
             "spark.dynamicAllocation.shuffleTracking.enabled", "true"
@@ -101,6 +107,21 @@ def session(app_name: str, args: argparse.Namespace):  # type: ignore[no-untyped
     cloudpickle.register_pickle_by_value(generator)
     spark.dataSource.register(generator.HengeGenerator)
     return spark
+
+
+def henge_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The agent's settings as Spark conf keys (never the token: the conf is no secret)."""
+    if not args.henge_url:
+        return {}
+    conf = {
+        "spark.henge.url": args.henge_url,
+        "spark.henge.jobId": args.job_id,
+        "spark.henge.subWindowSeconds": args.sub_window_s,
+        "spark.henge.minExecutors": args.min_executors,
+        "spark.henge.maxExecutors": args.max_executors,
+        "spark.henge.initialExecutors": args.initial_executors,
+    }
+    return {key: str(value) for key, value in conf.items() if value is not None}
 
 
 def input_stream(spark, args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -160,20 +181,11 @@ def run(app_name: str, build: Callable, args: argparse.Namespace) -> int:  # typ
     spark = session(app_name, args)
     agent = None
     if args.henge_url:
-        from scheduler.agent import AgentRefused, attach
+        import henge_agent
 
         try:
-            agent = attach(
-                spark,
-                url=args.henge_url,
-                job_id=args.job_id,
-                token=args.token,
-                sub_window_s=args.sub_window_s,
-                min_executors=args.min_executors,
-                max_executors=args.max_executors,
-                initial_executors=args.initial_executors,
-            )
-        except AgentRefused as exc:
+            agent = henge_agent.attach(spark, token=args.token)
+        except henge_agent.AgentRefused as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             spark.stop()
             return 2
@@ -250,6 +262,8 @@ class StatusWriter(threading.Thread):
             "target": self.agent.applied if self.agent is not None else None,
             "last_batch": progress.get("batchId") if progress else None,
             "resizes": self.resize_latencies,
+            # Where the agent's code was loaded from (the tests check it is the installed wheel).
+            "agent_file": inspect.getfile(type(self.agent)) if self.agent is not None else None,
             "agent": None
             if stats is None
             else {

@@ -9,6 +9,9 @@ example's status file records when Spark's registered executors first equal the 
 every 0.2 s). CPU: the same job runs twice for ``--cpu-seconds``, with and without the agent;
 the driver's CPU (its Python process and its JVM, from /proc) is compared and divided by the
 reports sent; the agent's own thread CPU time per report is read from its counters.
+
+The drivers run the agent as a tenant installs it: the henge-agent wheel, built from agent/ and
+installed with PySpark and pyarrow into a virtualenv of their own in the work folder.
 """
 
 from __future__ import annotations
@@ -28,8 +31,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scheduler.testing.fake_api import FakeScheduler  # noqa: E402
 from scheduler.spark.local_cluster import LocalCluster  # noqa: E402
+from scheduler.testing.driver_env import (  # noqa: E402
+    build_agent_wheel,
+    clean_environment,
+    driver_environment,
+)
+from scheduler.testing.fake_api import FakeScheduler  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -65,17 +73,20 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return _ticks(pid) / TICKS, sum(_ticks(c) for c in _children(pid)) / TICKS
 
 
-def start(master: str, workdir: Path, name: str, extra: list[str]) -> tuple[subprocess.Popen, Path]:
+def start(
+    python: Path, master: str, workdir: Path, name: str, extra: list[str]
+) -> tuple[subprocess.Popen, Path]:
     status = workdir / f"{name}.json"
     log = open(workdir / f"{name}.log", "wb")  # noqa: SIM115 (kept open for the child)
     process = subprocess.Popen(
         [
-            sys.executable, str(HERE / "pageload" / "app.py"),
+            str(python), str(HERE / "pageload" / "app.py"),
             "--master", master, "--source", "generator", "--rate", "50", "--cost-us", "1000",
             "--partitions", "4", "--status-file", str(status),
             "--checkpoint", str(workdir / f"{name}-checkpoint"), *extra,
         ],
         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+        env={**clean_environment(), "PYSPARK_PYTHON": str(python)},
     )  # fmt: skip
     return process, status
 
@@ -105,9 +116,9 @@ def stop(process: subprocess.Popen) -> None:
         process.kill()
 
 
-def measure_resizes(args, cluster, fake, workdir, agent_args) -> dict:  # type: ignore[no-untyped-def]
+def measure_resizes(args, python, cluster, fake, workdir, agent_args) -> dict:  # type: ignore[no-untyped-def]
     status_run = [*agent_args, "--duration-s", "1200"]
-    process, status = start(cluster.master_url, workdir, "resize", status_run)
+    process, status = start(python, cluster.master_url, workdir, "resize", status_run)
     try:
         wait(
             lambda: (
@@ -141,7 +152,7 @@ def measure_resizes(args, cluster, fake, workdir, agent_args) -> dict:  # type: 
     return {"grow_s": grow, "shrink_s": shrink}
 
 
-def measure_cpu(args, cluster, fake, workdir, agent_args) -> dict:  # type: ignore[no-untyped-def]
+def measure_cpu(args, python, cluster, fake, workdir, agent_args) -> dict:  # type: ignore[no-untyped-def]
     """Alternate runs without and with the agent (``--cpu-reps`` pairs) and compare the driver's
     CPU over the same span."""
     fake.target = args.low
@@ -150,7 +161,11 @@ def measure_cpu(args, cluster, fake, workdir, agent_args) -> dict:  # type: igno
     plans = [("without", ["--cores-max", str(args.low)]), ("with", agent_args)] * args.cpu_reps
     for i, (label, extra) in enumerate(plans):
         proc, st = start(
-            cluster.master_url, workdir, f"cpu-{i}-{label}", [*extra, "--duration-s", "3000"]
+            python,
+            cluster.master_url,
+            workdir,
+            f"cpu-{i}-{label}",
+            [*extra, "--duration-s", "3000"],
         )
         try:
             wait(lambda st=st: (read(st).get("last_batch") or 0) >= 5, 240, "warm-up")
@@ -211,6 +226,8 @@ def main() -> int:
     args = p.parse_args()
     results: dict = {"cycles": args.cycles, "low": args.low, "high": args.high}
     workdir = Path(tempfile.mkdtemp(prefix="henge-measure-"))
+    wheel = build_agent_wheel(ROOT / "agent", workdir / "wheel")
+    python = driver_environment(workdir / "driver-venv", wheel)
     fake = FakeScheduler(target=args.low).start()
     agent_args = [
         "--henge-url", fake.url, "--job-id", "measure", "--token", "hga_measure",
@@ -218,9 +235,9 @@ def main() -> int:
         "--max-executors", str(max(args.high, 1)), "--initial-executors", str(args.low),
     ]  # fmt: skip
     with LocalCluster(workers=1, worker_cores=max(4, args.high + 1), worker_memory="6g") as cluster:
-        results.update(measure_resizes(args, cluster, fake, workdir, agent_args))
+        results.update(measure_resizes(args, python, cluster, fake, workdir, agent_args))
         if args.cpu_seconds > 0:
-            results["cpu"] = measure_cpu(args, cluster, fake, workdir, agent_args)
+            results["cpu"] = measure_cpu(args, python, cluster, fake, workdir, agent_args)
     fake.stop()
     shutil.rmtree(workdir, ignore_errors=True)
     if args.json:

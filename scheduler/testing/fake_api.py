@@ -13,6 +13,10 @@ class FakeScheduler:
     def __init__(self, target: int, port: int = 0) -> None:
         self.target = target
         self.status = 200
+        self.body: bytes | None = None
+        """Answer this instead (status 200): a scheduler or proxy answering nonsense."""
+        self.cut_short = False
+        """Announce a longer answer than is sent, then hang up (a connection cut mid-answer)."""
         self.reports: list[dict[str, Any]] = []
         self.tokens: set[str] = set()
         self._port = port
@@ -39,15 +43,23 @@ class FakeScheduler:
                 if fake.status != 200:
                     answer = json.dumps({"detail": "try later"}).encode()
                     self.send_response(fake.status)
+                elif fake.body is not None:
+                    answer = fake.body
+                    self.send_response(200)
                 else:
                     answer = json.dumps(
                         {"target_executors": fake.target, "round": len(fake.reports)}
                     ).encode()
                     self.send_response(200)
+                announced = len(answer) + (100 if fake.cut_short else 0)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
+                self.send_header("Content-Length", str(announced))
+                if fake.cut_short:
+                    self.send_header("Connection", "close")
                 self.end_headers()
                 self.wfile.write(answer)
+                if fake.cut_short:
+                    self.close_connection = True
 
             def log_message(self, *args: object) -> None:
                 pass

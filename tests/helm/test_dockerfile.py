@@ -24,6 +24,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -180,7 +181,8 @@ def test_non_root_user_entrypoint_and_cmd(stages: list[Stage]) -> None:
 def test_dockerignore_keeps_the_sources_and_drops_the_rest(stages: list[Stage]) -> None:
     patterns = ignore_patterns()
     sources = [s for c in stages[0].all("COPY") for s in copy_parts(c)[1]]
-    assert {"pyproject.toml", "README.md", "alembic.ini", "migrations", "scheduler"} <= set(sources)
+    required = {"pyproject.toml", "README.md", "alembic.ini", "migrations", "scheduler", "agent"}
+    assert required <= set(sources)
     for kept in [
         "pyproject.toml",
         "README.md",
@@ -189,6 +191,9 @@ def test_dockerignore_keeps_the_sources_and_drops_the_rest(stages: list[Stage]) 
         "migrations/versions/0001_initial_registry_schema.py",
         "scheduler/cli.py",
         "scheduler/sim/traces/x.csv",
+        "agent/pyproject.toml",
+        "agent/README.md",
+        "agent/henge_agent/agent.py",
     ]:
         assert not dockerignore_excludes(kept, patterns), kept
     for dropped in [
@@ -200,6 +205,8 @@ def test_dockerignore_keeps_the_sources_and_drops_the_rest(stages: list[Stage]) 
         "scheduler/__pycache__/cli.cpython-311.pyc",
         "scheduler/core/__pycache__/x.pyc",
         "deploy/helm/henge/Chart.yaml",
+        "agent/dist/henge_agent-0.1.0-py3-none-any.whl",
+        "agent/henge_agent/__pycache__/agent.cpython-311.pyc",
     ]:
         assert dockerignore_excludes(dropped, patterns), dropped
 
@@ -334,6 +341,33 @@ def test_installed_package_carries_the_migrations(installed: Installed) -> None:
     assert (shipped / "env.py").is_file()
     revisions = {p.name for p in (REPO / "migrations" / "versions").glob("*.py")}
     assert revisions and revisions <= {p.name for p in (shipped / "versions").glob("*.py")}
+
+
+@pytest.mark.dockerfile
+def test_installed_image_carries_the_agent_without_pyspark(installed: Installed) -> None:
+    """henge depends on henge-agent, installed from agent/; PySpark stays out of the image (the
+    agent leaves it to the driver's environment)."""
+    python = installed.venv / "bin" / "python"
+    code = (
+        "import importlib.metadata as m, importlib.util as u, henge_agent;"
+        "print(henge_agent.__file__);"
+        "print(m.version('henge-agent'));"
+        "print(u.find_spec('pyspark') is None)"
+    )
+    done = subprocess.run(
+        [str(python), "-c", code],
+        cwd=installed.workdir,
+        env=installed.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    location, version, no_pyspark = done.stdout.split()
+    assert Path(location).is_relative_to(installed.venv), location
+    declared = tomllib.loads((REPO / "agent" / "pyproject.toml").read_text())["project"]
+    assert version == declared["version"]
+    assert no_pyspark == "True"
 
 
 @pytest.mark.dockerfile

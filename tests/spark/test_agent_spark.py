@@ -1,11 +1,11 @@
 """The agent inside a real PySpark driver on the local standalone cluster, against a scheduler
 the test steers (and takes down): reports that the API accepts, live resizing, an unreachable
-scheduler, targets outside the job's bounds, and the refusal under dynamic allocation."""
+scheduler, targets outside the job's bounds, and the refusal under dynamic allocation. The
+drivers run the installed henge-agent wheel (``driver_python``), the token read from a file."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,15 +13,24 @@ import pytest
 from scheduler.api.schemas import ReportIn
 from scheduler.spark.local_cluster import LocalCluster
 from scheduler.testing.fake_api import FakeScheduler
-from tests.spark.conftest import EXAMPLES, ROOT, spark_unavailable, start_app, wait_for
+from tests.spark.conftest import (
+    EXAMPLES,
+    ROOT,
+    assert_agent_from_wheel,
+    driver_env,
+    start_app,
+    wait_for,
+)
 
 pytestmark = pytest.mark.spark
 
 
 def test_agent_reports_resizes_and_rides_out_failures(
-    spark_cluster: LocalCluster, tmp_path: Path
+    spark_cluster: LocalCluster, tmp_path: Path, driver_python: Path
 ) -> None:
     fake = FakeScheduler(target=2).start()
+    token_file = tmp_path / "agent-token"  # as a Kubernetes Secret is mounted
+    token_file.write_text("hga_test\n")
     app = start_app(
         "pageload",
         [
@@ -34,14 +43,15 @@ def test_agent_reports_resizes_and_rides_out_failures(
             "--duration-s", "400",
             "--henge-url", fake.url,
             "--job-id", "job-1",
-            "--token", "hga_test",
             "--sub-window-s", "2",
             "--min-executors", "1",
             "--max-executors", "3",
             "--initial-executors", "1",
         ],
         tmp_path,
+        driver_python,
         name="agent-pageload",
+        env={"HENGE_AGENT_TOKEN_FILE": str(token_file)},
     )  # fmt: skip
     try:
         wait_for(
@@ -50,6 +60,7 @@ def test_agent_reports_resizes_and_rides_out_failures(
             180,
             (app,),
         )
+        assert_agent_from_wheel(app, driver_python)
         # Every report is a body the API accepts, with what the scheduler needs in it.
         bodies = [ReportIn.model_validate(r) for r in fake.reports]
         assert fake.tokens == {"Bearer hga_test"}
@@ -106,13 +117,12 @@ def test_agent_reports_resizes_and_rides_out_failures(
         fake.stop()
 
 
-def test_agent_refuses_to_start_under_dynamic_allocation(tmp_path: Path) -> None:
-    why = spark_unavailable()
-    if why:
-        pytest.skip(f"real Spark unavailable: {why}")
+def test_agent_refuses_to_start_under_dynamic_allocation(
+    tmp_path: Path, driver_python: Path
+) -> None:
     result = subprocess.run(
         [
-            sys.executable, str(EXAMPLES / "wordcount" / "app.py"),
+            str(driver_python), str(EXAMPLES / "wordcount" / "app.py"),
             "--master", "local[1]",
             "--source", "rate",
             "--dynamic-allocation",
@@ -122,6 +132,7 @@ def test_agent_refuses_to_start_under_dynamic_allocation(tmp_path: Path) -> None
             "--checkpoint", str(tmp_path / "checkpoint"),
         ],
         cwd=ROOT,
+        env=driver_env(driver_python),
         capture_output=True,
         text=True,
         timeout=180,

@@ -17,19 +17,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.agent import AgentRefused, check_application
-from scheduler.agent.agent import Agent
-from scheduler.agent.estimator import Batch, latency_ms
-from scheduler.agent.progress import ProgressBook, row_backlog, source_name
-from scheduler.agent.spark_control import ExecutorState
-from scheduler.agent.transport import ReportClient
+from henge_agent import AgentRefused, check_application
+from henge_agent.agent import Agent
+from henge_agent.estimator import Batch, latency_ms
+from henge_agent.progress import ProgressBook, row_backlog, source_name
+from henge_agent.spark_control import ExecutorState
+from henge_agent.transport import ReportClient
 from scheduler.api.schemas import ReportIn
 from scheduler.core.latency import estimate_latency_ms
 from scheduler.core.report import BatchReport
 from scheduler.core.slo import LatencyStat
 from scheduler.testing.fake_api import FakeScheduler
 
-AGENT_DIR = Path(__file__).resolve().parents[2] / "scheduler" / "agent"
+AGENT_DIR = Path(__file__).resolve().parents[2] / "agent" / "henge_agent"
 
 
 @dataclass
@@ -140,18 +140,18 @@ def test_the_agent_imports_only_pyspark_and_the_standard_library() -> None:
                 allowed = (
                     top in sys.stdlib_module_names
                     or top == "pyspark"
-                    or name == "scheduler.agent"
-                    or name.startswith("scheduler.agent.")
+                    or name == "henge_agent"
+                    or name.startswith("henge_agent.")
                 )
                 assert allowed, f"{path.name} imports {name}"
 
 
 def test_importing_the_agent_loads_no_third_party_module() -> None:
     code = (
-        "import sys, scheduler.agent, scheduler.agent.agent, scheduler.agent.listener;"
-        "import scheduler.agent.spark_control;"
+        "import sys, henge_agent, henge_agent.agent, henge_agent.listener;"
+        "import henge_agent.spark_control;"
         "bad = sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)"
-        " - {'scheduler', 'pyspark', 'py4j', '__main__', '_distutils_hack'});"
+        " - {'henge_agent', 'pyspark', 'py4j', '__main__', '_distutils_hack'});"
         "print(','.join(bad))"
     )
     result = subprocess.run(
@@ -248,7 +248,7 @@ def test_backlog_from_row_offsets_only() -> None:
 def test_scheduler_down_keeps_the_executors_and_retries_with_backoff(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("scheduler.agent.agent.random.uniform", lambda a, b: 1.0)
+    monkeypatch.setattr("henge_agent.agent.random.uniform", lambda a, b: 1.0)
     spark = FakeSpark()
     for i in range(3):
         spark.add(str(i))

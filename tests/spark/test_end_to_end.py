@@ -6,6 +6,10 @@ rows/s, which one executor cannot keep up with. The scheduler (henge-paper, roun
 cluster view from the standalone master) raises its executors; the agent applies the target
 and Spark's executor count follows; the SLO is met; the job's history and the rounds say so.
 Lowering the job's maximum then lowers its target, and the agent removes executors.
+
+The drivers run the henge-agent wheel installed in a virtualenv of their own (``driver_python``)
+and configure it the way a tenant does: ``spark.henge.*`` keys in the Spark conf and the token
+in the driver's environment (``HENGE_AGENT_TOKEN``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import pytest
 
 from scheduler.spark.local_cluster import LocalCluster
 from tests.serving import run_server
-from tests.spark.conftest import App, start_app, wait_for
+from tests.spark.conftest import App, assert_agent_from_wheel, start_app, wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -47,11 +51,12 @@ def _bearer(token: str) -> dict[str, str]:
 
 
 def _agent_args(server_url: str, job: dict[str, Any], spec: dict[str, Any]) -> list[str]:
+    """The agent's settings, which the examples put in the Spark conf (the token goes in the
+    environment: :func:`_token_env`)."""
     bounds = spec["executors"]
     return [
         "--henge-url", server_url,
         "--job-id", job["id"],
-        "--token", job["agent_token"],
         "--sub-window-s", str(SUB_WINDOW_S),
         "--min-executors", str(bounds["min"]),
         "--max-executors", str(bounds["max"]),
@@ -59,8 +64,12 @@ def _agent_args(server_url: str, job: dict[str, Any], spec: dict[str, Any]) -> l
     ]  # fmt: skip
 
 
+def _token_env(job: dict[str, Any]) -> dict[str, str]:
+    return {"HENGE_AGENT_TOKEN": job["agent_token"]}
+
+
 def test_the_scheduler_resizes_a_congested_job_through_the_agent(
-    spark_cluster: LocalCluster, fresh_pg_url: str, tmp_path: Path
+    spark_cluster: LocalCluster, fresh_pg_url: str, tmp_path: Path, driver_python: Path
 ) -> None:
     started = time.monotonic()
     env = {
@@ -117,6 +126,8 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                     *_agent_args(server.url, jobs["pageload"], PAGELOAD),
                 ],
                 tmp_path,
+                driver_python,
+                env=_token_env(jobs["pageload"]),
             )  # fmt: skip
             apps.append(pageload)
             wait_for(
@@ -128,6 +139,7 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                 150,
                 (pageload,),
             )
+            assert_agent_from_wheel(pageload, driver_python)
             wordcount = start_app(
                 "wordcount",
                 [
@@ -138,6 +150,8 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                     *_agent_args(server.url, jobs["wordcount"], WORDCOUNT),
                 ],
                 tmp_path,
+                driver_python,
+                env=_token_env(jobs["wordcount"]),
             )  # fmt: skip
             apps.append(wordcount)
             wait_for(

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from henge_agent import settings as agent_settings
 from scheduler.api_client import ClientConfig, resolve_config
 from scheduler.config import ClientSettings, Settings
 
@@ -125,12 +126,18 @@ CHART = REPO / "deploy" / "helm" / "henge"
 DOCUMENTED = [
     REPO / "docs" / "operations.md",
     REPO / "docs" / "kubernetes.md",
+    REPO / "docs" / "agent.md",
     CHART / "values.yaml",
     CHART / "values.schema.json",
     *sorted((CHART / "templates").iterdir()),
 ]
-# Variables of the example Spark application in docs/kubernetes.md, read by its own code.
-APPLICATION_VARIABLES = {"HENGE_JOB_ID", "HENGE_AGENT_TOKEN"}
+# The agent reads its own variables in the tenant's driver (henge_agent.settings).
+AGENT_VARIABLES = {
+    agent_settings.ENV_URL,
+    agent_settings.ENV_JOB_ID,
+    agent_settings.ENV_TOKEN,
+    agent_settings.ENV_TOKEN_FILE,
+}
 
 
 def variable_names(settings: type[Settings] | type[ClientSettings]) -> set[str]:
@@ -145,7 +152,7 @@ def variable_names(settings: type[Settings] | type[ClientSettings]) -> set[str]:
 
 @pytest.mark.parametrize("path", DOCUMENTED, ids=lambda p: str(p.relative_to(REPO)))
 def test_documented_variables_are_settings(path: Path) -> None:
-    known = variable_names(Settings) | variable_names(ClientSettings) | APPLICATION_VARIABLES
+    known = variable_names(Settings) | variable_names(ClientSettings) | AGENT_VARIABLES
     mentioned = set(re.findall(r"HENGE_[A-Z0-9_]*[A-Z0-9*]", path.read_text()))
     unknown = {
         name

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from scheduler.agent.estimator import Batch
+from henge_agent.estimator import Batch
 
 ROW_OFFSET_DESCRIPTIONS = ("KafkaV2", "KafkaSource", "KafkaMicroBatchStream")
 ROW_OFFSET_KEY = "rows"

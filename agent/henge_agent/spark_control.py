@@ -70,7 +70,8 @@ class PySparkControl:
     # ---- reads --------------------------------------------------------------------------------
 
     def conf(self, key: str, default: str | None = None) -> str | None:
-        return self.sc.getConf().get(key, default)
+        value = self.sc.getConf().get(key, default)
+        return None if value is None else str(value)
 
     def executors(self) -> list[ExecutorState]:
         if self._store_ok:

@@ -14,8 +14,8 @@ import logging
 import time
 from typing import Any
 
-from scheduler.agent.agent import AgentStats
-from scheduler.agent.progress import ProgressBook
+from henge_agent.agent import AgentStats
+from henge_agent.progress import ProgressBook
 
 log = logging.getLogger("henge.agent")
 
@@ -56,7 +56,7 @@ class _JsonEvents:
 
 def make_listener(book: ProgressBook, stats: AgentStats) -> Any:
     """A listener instance (the class needs PySpark, so it is built here, not at import)."""
-    from pyspark.sql.streaming import StreamingQueryListener
+    from pyspark.sql.streaming.listener import StreamingQueryListener
 
     class HengeListener(StreamingQueryListener):
         """Records progress; swallows and logs any error (a listener must not hurt the job)."""
@@ -84,6 +84,8 @@ def make_listener(book: ProgressBook, stats: AgentStats) -> Any:
                 from pyspark import SparkContext
 
                 jvm = SparkContext._jvm
+                if jvm is None:
+                    raise RuntimeError("no JVM gateway in this process")
                 wrapper = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper
                 cached = wrapper(_JsonEvents(book, stats))
             except Exception as exc:

@@ -16,12 +16,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
-from scheduler.agent.estimator import latency_ms
-from scheduler.agent.progress import Drained, ProgressBook
-from scheduler.agent.spark_control import SparkControl
-from scheduler.agent.transport import Answer, ReportClient, ReportError
+from henge_agent.estimator import latency_ms
+from henge_agent.progress import Drained, ProgressBook
+from henge_agent.settings import DEFAULT_MAX_BACKOFF_S, DEFAULT_SUB_WINDOW_S
+from henge_agent.spark_control import SparkControl
+from henge_agent.transport import Answer, ReportClient, ReportError
 
 log = logging.getLogger("henge.agent")
 
@@ -65,11 +67,11 @@ class Agent:
         client: ReportClient,
         book: ProgressBook,
         *,
-        sub_window_s: float = 10.0,
+        sub_window_s: float = DEFAULT_SUB_WINDOW_S,
         min_executors: int | None = None,
         max_executors: int | None = None,
         initial_executors: int | None = None,
-        max_backoff_s: float = 60.0,
+        max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
         resize: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -138,12 +140,12 @@ class Agent:
                 break
             now = self.clock()
             if now >= next_close:
-                self._guard("report", lambda now=now: self.tick(now))
+                self._guard("report", partial(self.tick, now))
                 next_close += self.sub_window_s
                 if next_close <= now:  # fell behind (a paused process): skip ahead
                     next_close = now + self.sub_window_s
             elif self._pending and now >= self._next_attempt:
-                self._guard("retry", lambda now=now: self.flush(now))
+                self._guard("retry", partial(self.flush, now))
 
     def _guard(self, what: str, action: Callable[[], Any]) -> None:
         try:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
+
+from henge_agent.settings import DEFAULT_TIMEOUT_S
 
 USER_AGENT = "henge-agent/1"
 
@@ -30,7 +33,9 @@ class ReportError(Exception):
 
 
 class ReportClient:
-    def __init__(self, url: str, job_id: str, token: str, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, url: str, job_id: str, token: str, timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> None:
         base = url.rstrip("/")
         self.endpoint = f"{base}/v1/jobs/{urllib.parse.quote(job_id, safe='')}/reports"
         self._headers = {
@@ -60,6 +65,8 @@ class ReportClient:
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ReportError(f"unreachable: {reason}", retry=True) from None
+        except http.client.HTTPException as exc:  # e.g. the connection cut mid-answer
+            raise ReportError(f"broken answer: {exc!r}", retry=True) from None
         except ValueError as exc:
             raise ReportError(f"answer is not JSON: {exc}", retry=True) from None
         try:
