@@ -521,6 +521,7 @@ def bench_reference(
     """How much of the oracle's bound is reachable: allocations from the true job curves,
     re-solved every round and imposed at once, played through the simulated cluster."""
     from scheduler.bench.reference import measure_references
+    from scheduler.bench.table import Spread, fraction_text
     from scheduler.logs import configure_logging
     from scheduler.sim.reference import REFERENCES
 
@@ -533,8 +534,8 @@ def bench_reference(
         [
             scenario,
             reference,
-            _mean_worst(values["utility_fraction"]),
-            _mean_worst(values["oracle_fraction"]),
+            fraction_text(Spread(**values["utility_fraction"])),
+            fraction_text(Spread(**values["oracle_fraction"])),
         ]
         for scenario, references in figures.items()
         for reference, values in references.items()
@@ -544,11 +545,6 @@ def bench_reference(
     for reference in REFERENCES:
         out.print(f"{reference.name}: {reference.summary}", highlight=False, soft_wrap=True)
     _write_json(json_file, figures)
-
-
-def _mean_worst(spread: dict[str, float | None]) -> str:
-    mean, worst = spread["mean"], spread["worst"]
-    return "-" if mean is None or worst is None else f"{mean:.3f} ({worst:.3f})"
 
 
 def _write_json(path: Path | None, figures: Any) -> None:

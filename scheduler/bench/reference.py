@@ -4,15 +4,18 @@ scenarios × seeds, with their utility and oracle fractions (mean and worst over
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
+from scheduler.bench.table import spread_of
 from scheduler.sim.reference import REFERENCE_POLICY, REFERENCES
 from scheduler.sim.run import load, run_scenario, run_settings
 from scheduler.sim.summary import summarize
 
 
 def measure_references(scenarios: Sequence[str], seeds: Sequence[int]) -> dict[str, Any]:
-    """Per scenario and reference: each seed's fractions, and their mean and worst."""
+    """Per scenario and reference: the fractions' mean and worst over the seeds (a
+    :class:`~scheduler.bench.table.Spread` as a mapping)."""
     figures: dict[str, Any] = {}
     for name in scenarios:
         scenario = load(name)
@@ -27,15 +30,10 @@ def measure_references(scenarios: Sequence[str], seeds: Sequence[int]) -> dict[s
             rows[reference.name] = {
                 "summary": reference.summary,
                 "seeds": list(seeds),
-                "utility_fraction": _spread([r["utility"]["fraction"] for r in runs]),
-                "oracle_fraction": _spread([r["utility"]["oracle_fraction"] for r in runs]),
+                "utility_fraction": asdict(spread_of([r["utility"]["fraction"] for r in runs])),
+                "oracle_fraction": asdict(
+                    spread_of([r["utility"]["oracle_fraction"] for r in runs])
+                ),
             }
         figures[name] = rows
     return figures
-
-
-def _spread(values: list[float | None]) -> dict[str, float | None]:
-    known = [v for v in values if v is not None]
-    if not known:
-        return {"mean": None, "worst": None}
-    return {"mean": sum(known) / len(known), "worst": min(known)}

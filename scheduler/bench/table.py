@@ -116,7 +116,7 @@ def _mean(values: Sequence[Any]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def _spread(values: Sequence[Any]) -> Spread:
+def spread_of(values: Sequence[Any]) -> Spread:
     present = [float(v) for v in values if v is not None]
     return Spread(_mean(present), min(present) if present else None, len(present))
 
@@ -144,8 +144,8 @@ def _merge(scenario: str, policy: str, group: Sequence[Mapping[str, Any]]) -> Ro
         scenario=scenario,
         policy=policy,
         seeds=tuple(s.get("seed") for s in group),
-        utility_fraction=_spread([s["utility"].get("fraction") for s in group]),
-        oracle_fraction=_spread([s["utility"].get("oracle_fraction") for s in group]),
+        utility_fraction=spread_of([s["utility"].get("fraction") for s in group]),
+        oracle_fraction=spread_of([s["utility"].get("oracle_fraction") for s in group]),
         slo={
             key: _mean([s["slo_satisfaction"].get(key) for s in group])
             for key in ("mean", "p15", "p50", "p90")
@@ -159,7 +159,7 @@ def _merge(scenario: str, policy: str, group: Sequence[Mapping[str, Any]]) -> Ro
             len(with_events),
         ),
         tiers={
-            key: _spread([s.get("tiers", {}).get(key, {}).get("mean") for s in group])
+            key: spread_of([s.get("tiers", {}).get(key, {}).get("mean") for s in group])
             for key in tiers
         },
         tier_recovery={key: _tier_recovery(key, with_events) for key in tiers},
@@ -196,7 +196,7 @@ def _time(timed: Timed, unit: str = "") -> str:
     return text if timed.reached == timed.runs else f"{text} ({timed.reached}/{timed.runs})"
 
 
-def _fraction(spread: Spread) -> str:
+def fraction_text(spread: Spread) -> str:
     """``mean (worst)``, or just the value when one run has it."""
     text = _num(spread.mean, 3)
     return text if spread.runs <= 1 else f"{text} ({_num(spread.worst, 3)})"
@@ -219,8 +219,8 @@ def markdown_table(summaries: Sequence[Mapping[str, Any]]) -> str:
             row.scenario,
             row.policy,
             _seeds(row),
-            _fraction(row.utility_fraction),
-            _fraction(row.oracle_fraction),
+            fraction_text(row.utility_fraction),
+            fraction_text(row.oracle_fraction),
             *(_num(row.slo[key], 3) for key in ("mean", "p15", "p50", "p90")),
             _time(row.time_to_max),
             *(_count(row.actions[kind]) for kind in KINDS),
@@ -240,7 +240,7 @@ def tier_table(summaries: Sequence[Mapping[str, Any]]) -> str:
             row.scenario,
             row.policy,
             _seeds(row),
-            " · ".join(f"{key}: {_fraction(spread)}" for key, spread in row.tiers.items())
+            " · ".join(f"{key}: {fraction_text(spread)}" for key, spread in row.tiers.items())
             or MISSING,
             " · ".join(
                 f"{key}: {_time(timed)}" for key, timed in row.tier_recovery.items() if timed.runs
