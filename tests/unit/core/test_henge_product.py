@@ -130,6 +130,16 @@ def test_a_donor_keeps_what_its_recent_peak_needs_not_what_a_dip_needs() -> None
     assert moved["dipped"] >= 13 and moved["short"] > 4
 
 
+def test_a_round_that_cannot_help_a_missing_job_names_it() -> None:
+    policy = HengeProductPolicy()
+    hi = streaming("hi", 13, 4000.0, priority=90.0)  # meets at exactly its need
+    lo = streaming("lo", 4, 4000.0)  # misses: needs 13, and only hi's executors could give them
+    state = ProductState(models=fitted([hi, lo]))
+    plan, _ = decide(policy, [hi, lo], state, 0, free=0.0)
+    assert plan.action is ActionKind.NONE and not plan.changes
+    assert "missing their SLO: lo;" in plan.reason and "nothing to gain" in plan.reason
+
+
 def test_the_surplus_of_a_job_is_given_back_only_after_the_stabilization_window() -> None:
     policy = HengeProductPolicy(ProductSettings(stabilization_s=600.0))
     big = streaming("big", 40, 2000.0)  # needs 9 even at 1.5 × its peak

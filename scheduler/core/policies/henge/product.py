@@ -430,6 +430,7 @@ class ProductRound:
             >= self.s.min_gain * s.job.priority
         ]
         if not helped:
+            self.notes.append(self.unhelped())
             return None
         if not self.s.preempt:
             steps = [s for s in steps if s.target > s.job.executors]
@@ -440,6 +441,15 @@ class ProductRound:
         self.act(changes)
         self.update(cluster_state=ClusterState.NOT_CONVERGED, settle_count=0, best_fraction=None)
         return self.plan(ActionKind.RECONFIGURE, f"reconfigure: {self.listed(changes)}", changes)
+
+    def unhelped(self) -> str:
+        """Why a round with jobs missing their SLO moves nothing: name them (the first few), so
+        that a quiet round never reads as if every job were fine."""
+        names = [j.name for j in self.jobs if not meets_slo(j.utility, j.priority)]
+        return (
+            f"missing their SLO: {_first_few(names)}; no allocation the cluster can hold "
+            f"raises one of them by {self.s.min_gain:.0%} of its priority"
+        )
 
     def why(self, job: JobView, target: int) -> str:
         if target < job.executors:
@@ -565,12 +575,9 @@ class ProductRound:
     def listed(self, changes: list[Change]) -> str:
         """The changes for a round's reason; a long move names its first few (every change is
         recorded as an action anyway)."""
-        shown = ", ".join(
-            f"{self.by_id[c.job_id].name} {c.from_executors}→{c.to_executors}"
-            for c in changes[:_LISTED]
+        return _first_few(
+            [f"{self.by_id[c.job_id].name} {c.from_executors}→{c.to_executors}" for c in changes]
         )
-        more = len(changes) - _LISTED
-        return f"{shown} and {more} more" if more > 0 else shown
 
     def keep(self, job: JobView) -> int | None:
         """Executors ``job`` needs at its recent peak with ``keep_headroom``, when it holds
@@ -637,3 +644,10 @@ class ProductRound:
             return self.none(f"nothing to gain for {count} round(s): converged")
         self.update(settle_count=count)
         return self.none(f"nothing to gain: settling ({count}/{self.s.settle_rounds})")
+
+
+def _first_few(items: list[str]) -> str:
+    """The first :data:`_LISTED` of ``items`` for a round's reason, and how many more there are."""
+    shown = ", ".join(items[:_LISTED])
+    more = len(items) - _LISTED
+    return f"{shown} and {more} more" if more > 0 else shown
