@@ -547,6 +547,53 @@ def bench_reference(
     _write_json(json_file, figures)
 
 
+@bench_app.command("spark-contention")
+def bench_spark_contention(
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Folder for the drivers' virtualenv (built once, then reused), the drivers' "
+            "logs and the run's record (spark-contention.json).",
+        ),
+    ] = Path("bench-out/spark-contention"),
+    figure: Annotated[Path, typer.Option(help="Where the figure of the run goes (PNG).")] = Path(
+        "docs/img/spark-contention.png"
+    ),
+    pg_server: Annotated[
+        str, typer.Option(help="Postgres server for a throw-away registry database.")
+    ] = DEFAULT_PG_SERVER,
+    short: Annotated[
+        bool, typer.Option("--short", help="The end-to-end test's shorter timeline.")
+    ] = False,
+) -> None:
+    """Three priority tiers of PySpark streaming jobs on one real Spark standalone worker with
+    fewer cores than they need at the top tier's spike, through `henge serve` on Postgres with
+    the agent in each driver and the product policy. Needs Java 17 and the spark extra."""
+    from scheduler.bench.contention_report import job_figures, run_bench, total_utility_fraction
+    from scheduler.bench.spark_contention import LONG, SHORT
+
+    spec = SHORT if short else LONG
+    run, drawn = run_bench(spec, out_dir, pg_server, figure, progress=err.print)
+    rows = [
+        [
+            tier.name, f"{tier.priority:g}", f"{f.utility_fraction:.3f}", f"{f.executors:.2f}",
+            None if f.mean_latency_ms is None else f"{f.mean_latency_ms:,.0f}",
+            None if f.slo_met_after_spike_s is None else f"{f.slo_met_after_spike_s:g}",
+        ]
+        for tier, f in ((t, job_figures(run)[t.name]) for t in spec.tiers)
+    ]  # fmt: skip
+    columns = ["job", "priority", "utility fraction", "executors (mean)", "mean latency ms",
+               "SLO met after spike start (s)"]  # fmt: skip
+    _table("spark-contention (time-weighted over the run)", columns, rows)
+    out.print(
+        f"total utility fraction {total_utility_fraction(run):.3f}; {len(run.actions)} actions "
+        f"in {len(run.rounds)} rounds; figure {drawn}; record {out_dir / 'spark-contention.json'}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 def _write_json(path: Path | None, figures: Any) -> None:
     """A benchmark's figures as JSON, when ``--json`` names a file."""
     if path is None:

@@ -41,6 +41,11 @@ def parser(description: str) -> argparse.ArgumentParser:
         default=env("SPARK_MASTER_URL", "local[2]"),
         help="Spark master (default $SPARK_MASTER_URL, else local[2])",
     )
+    p.add_argument(
+        "--app-name",
+        help="Spark application name (default: the example's); tells apart several runs of one "
+        "example on a cluster",
+    )
     p.add_argument("--source", choices=("generator", "rate"), default="generator")
     p.add_argument("--rate", type=float, default=100.0, help="rows arriving per second")
     p.add_argument("--backlog", type=int, default=0, help="rows waiting at the start (generator)")
@@ -178,6 +183,7 @@ def run(app_name: str, build: Callable, args: argparse.Namespace) -> int:  # typ
     """Start the session, the query ``build(spark, input)`` and (with --henge-url) the agent;
     run until --duration-s or a signal."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    app_name = args.app_name or app_name
     spark = session(app_name, args)
     agent = None
     if args.henge_url:

@@ -31,12 +31,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scheduler.spark.local_cluster import LocalCluster  # noqa: E402
-from scheduler.testing.driver_env import (  # noqa: E402
+from scheduler.spark.driver_env import (  # noqa: E402
     build_agent_wheel,
     clean_environment,
     driver_environment,
 )
+from scheduler.spark.local_cluster import LocalCluster  # noqa: E402
 from scheduler.testing.fake_api import FakeScheduler  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")

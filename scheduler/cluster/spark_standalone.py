@@ -67,3 +67,13 @@ class SparkStandaloneCluster:
                 raise
             log.warning("cluster.stale_view", source=self.name, error=str(exc))
         return self._last
+
+
+def cores_per_application(status: dict[str, Any]) -> dict[str, int]:
+    """Cores each running application holds, by application name, from the master's ``/json/``
+    document (its ``activeapps``). With one core per executor this is the executor count."""
+    held: dict[str, int] = {}
+    for app in status.get("activeapps") or ():
+        name = str(app.get("name"))
+        held[name] = held.get(name, 0) + int(app.get("cores") or 0)
+    return held

@@ -7,9 +7,9 @@ without a display.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from scheduler.sim.summary import satisfaction_points
 from scheduler.sim.types import SimResult
@@ -29,7 +29,8 @@ ACTION_COLORS = {
 }
 
 
-def _figure(rows: int, height: float) -> Figure:
+def new_figure(rows: int, height: float) -> Figure:
+    """A figure of ``rows`` axes one above the other, sharing the x axis, on the Agg canvas."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -44,7 +45,7 @@ def plot_run(result: SimResult, path: Path, *, max_labels: int = MAX_ACTION_LABE
     start, with every action as a vertical line labelled with its job (the first ``max_labels``
     only; the title says when labels were left out). Bottom: each job's utility. The warm-up
     before the scheduler starts (negative minutes) is shaded."""
-    figure = _figure(2, 8.0)
+    figure = new_figure(2, 8.0)
     top, bottom = figure.axes
     samples = sorted(result.samples, key=lambda s: s.t_s)
     minutes = [s.t_s / 60.0 for s in samples]
@@ -57,7 +58,7 @@ def plot_run(result: SimResult, path: Path, *, max_labels: int = MAX_ACTION_LABE
             s.oracle_utility if s.oracle_utility is not None else float("nan") for s in samples
         ]
         top.step(minutes, oracle, label="oracle", color="tab:orange", linestyle="--", where="post")
-    shown = _draw_actions(top, result, max_labels)
+    shown = draw_actions(top, result.actions, max_labels)
     title = f"{result.scenario} / {result.policy} (seed {result.seed})"
     if shown < len(result.actions):
         title += f": job labels on the first {shown} of {len(result.actions)} actions"
@@ -83,10 +84,21 @@ def plot_run(result: SimResult, path: Path, *, max_labels: int = MAX_ACTION_LABE
     return path
 
 
-def _draw_actions(axes: Axes, result: SimResult, max_labels: int) -> int:
+class TimedAction(Protocol):
+    @property
+    def t_s(self) -> float: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def job(self) -> str: ...
+
+
+def draw_actions(axes: Axes, actions: Sequence[TimedAction], max_labels: int) -> int:
+    """Each action as a vertical line at its minute, coloured by kind, the first ``max_labels``
+    labelled with their job; returns how many got a label."""
     transform = axes.get_xaxis_transform()
     shown = 0
-    for action in sorted(result.actions, key=lambda a: a.t_s):
+    for action in sorted(actions, key=lambda a: a.t_s):
         minute = action.t_s / 60.0
         color = ACTION_COLORS.get(action.kind, "tab:brown")
         axes.axvline(minute, color=color, linewidth=0.8, alpha=0.6)
@@ -103,7 +115,7 @@ def _draw_actions(axes: Axes, result: SimResult, max_labels: int) -> int:
                 color=color,
             )
             shown += 1
-    for kind in sorted({a.kind for a in result.actions}):
+    for kind in sorted({a.kind for a in actions}):
         axes.plot([], [], color=ACTION_COLORS.get(kind, "tab:brown"), linewidth=0.8, label=kind)
     return shown
 
@@ -116,7 +128,7 @@ def _shade_warmup(axes: Axes, minutes: list[float]) -> None:
 def plot_cdf(results: Mapping[str, SimResult], path: Path) -> Path:
     """CDF of SLO satisfaction over time (time-weighted, as in the summary) for each policy of
     one scenario; ``results`` maps policy name to its run."""
-    figure = _figure(1, 5.0)
+    figure = new_figure(1, 5.0)
     axes = figure.axes[0]
     for policy, result in results.items():
         points = sorted(p for p in satisfaction_points(result) if p[1] > 0)

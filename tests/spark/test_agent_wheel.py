@@ -16,14 +16,14 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from scheduler.spark.local_cluster import java_available
-from scheduler.testing.driver_env import (
+from scheduler.spark.driver_env import (
     AGENT_DISTRIBUTION,
     create_venv,
     distributions,
     pinned,
     pip_install,
 )
+from scheduler.spark.local_cluster import java_available
 from tests.spark.conftest import driver_env
 
 pytestmark = pytest.mark.agent_wheel

@@ -9,6 +9,7 @@ import pytest
 from scheduler.cluster.spark_standalone import (
     MasterUnreachableError,
     SparkStandaloneCluster,
+    cores_per_application,
     view_from_status,
 )
 
@@ -33,8 +34,18 @@ STATUS: dict[str, Any] = {
          "cores": 4, "user": "root", "memoryperexecutor": 512, "memoryperslave": 512,
          "resourcesperexecutor": [], "resourcesperslave": [],
          "submitdate": "Sun Nov 22 12:45:09 UTC 2026", "state": "RUNNING", "duration": 120004},
+        {"id": "app-20261122124611-0004", "starttime": 1795351571200, "name": "bronze",
+         "cores": 1, "user": "root", "memoryperexecutor": 512, "memoryperslave": 512,
+         "resourcesperexecutor": [], "resourcesperslave": [],
+         "submitdate": "Sun Nov 22 12:46:11 UTC 2026", "state": "RUNNING", "duration": 58000},
     ],
-    "completedapps": [], "activedrivers": [], "completeddrivers": [], "status": "ALIVE",
+    "completedapps": [
+        {"id": "app-20261122120001-0000", "starttime": 1795348801000, "name": "bronze",
+         "cores": 2, "user": "root", "memoryperexecutor": 512, "memoryperslave": 512,
+         "resourcesperexecutor": [], "resourcesperslave": [],
+         "submitdate": "Sun Nov 22 12:00:01 UTC 2026", "state": "FINISHED", "duration": 90000},
+    ],
+    "activedrivers": [], "completeddrivers": [], "status": "ALIVE",
 }  # fmt: skip
 
 
@@ -50,6 +61,11 @@ def test_workers_are_nodes_and_their_used_cores_are_held() -> None:
     assert alive.ready and not dead.ready
     assert view.total_cores == 6
     assert view.free_cores == 1
+
+
+def test_cores_per_application_counts_running_applications_only() -> None:
+    assert cores_per_application(STATUS) == {"pageload": 4, "bronze": 1}
+    assert cores_per_application({**STATUS, "activeapps": []}) == {}
 
 
 def test_the_last_view_is_reused_when_the_master_does_not_answer(

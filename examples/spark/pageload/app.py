@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -14,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import parser, run
 
 
-def build(spark, events):  # type: ignore[no-untyped-def]
+def build(spark, events, aggregate: bool = True):  # type: ignore[no-untyped-def]
     from pyspark.sql import functions as F
 
     slow_or_fast = (
@@ -23,6 +24,8 @@ def build(spark, events):  # type: ignore[no-untyped-def]
         .withColumn("load_s", F.col("load_ms") / 1000.0)  # transform
         .withColumn("slow", (F.col("load_ms") > 800).cast("int"))
     )
+    if not aggregate:
+        return slow_or_fast.writeStream.format("noop")
     per_region = (
         slow_or_fast.withWatermark("ts", "10 seconds")
         .groupBy(F.window("ts", "10 seconds"), F.col("region"))  # windowed aggregation
@@ -36,5 +39,12 @@ def build(spark, events):  # type: ignore[no-untyped-def]
 
 
 if __name__ == "__main__":
-    args = parser(__doc__).parse_args()
-    sys.exit(run("pageload", build, args))
+    options = parser(__doc__)
+    options.add_argument(
+        "--no-aggregation",
+        action="store_true",
+        help="filter and transform only: no windowed aggregation, so no shuffle and no state, "
+        "and a batch's work is its rows' (the contention benchmark runs this)",
+    )
+    args = options.parse_args()
+    sys.exit(run("pageload", partial(build, aggregate=not args.no_aggregation), args))

@@ -87,9 +87,14 @@ def distributions(python: Path) -> dict[str, list[str]]:
     return {str(name): list(requires) for name, requires in listed.items()}
 
 
-def driver_environment(path: Path, wheel: Path) -> Path:
+def driver_environment(path: Path, wheel: Path, reuse: bool = False) -> Path:
     """A virtualenv for the example drivers: the agent's wheel, PySpark and pyarrow (the
-    examples' Python data source needs it). Returns its python."""
+    examples' Python data source needs it). Returns its python. With ``reuse``, a virtualenv
+    already at ``path`` only gets ``wheel`` reinstalled (building one takes minutes)."""
+    python = path / "bin" / "python"
+    if reuse and python.exists():
+        pip_install(python, "--no-deps", "--force-reinstall", str(wheel))
+        return python
     python = create_venv(path)
     pip_install(python, str(wheel), pinned("pyspark"), pinned("pyarrow"))
     return python

@@ -1,0 +1,85 @@
+"""Three priority tiers on one real Spark worker: the top tier's spike is fed from the bottom tier.
+
+Runs :data:`scheduler.bench.spark_contention.SHORT`: a 5-core standalone worker; ``gold``
+(priority 90, 1 executor at base), ``silver`` (50, needs its 2) and ``bronze`` (10, needs its
+2), each a ``pageload`` driver with the henge-agent wheel, a real ``henge serve`` on Postgres
+with the product policy. Gold's input then rises beyond what one executor takes, so it needs a
+second one and the cluster has no free core; after the spike it falls back. The assertions read
+what Spark reports (cores per application on the master), the registry (targets, SLOs, rounds
+and actions) and the processes left behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scheduler.bench.contention_report import save_record
+from scheduler.bench.spark_contention import SHORT, ContentionRun, meets, run_contention
+
+pytestmark = pytest.mark.spark
+
+MEETS_SLO_WITHIN_S = 100.0
+"""The top tier meets its SLO this long after its spike starts at the latest. Measured on a
+2-core machine: its latency passes the objective 15-25 s into the spike (rows must queue up
+first), its utility has fallen by ``min_gain`` and it is grown (eq. 2.4, its model still
+untrusted after the warm-up) 5-10 s later, its second executor runs within 5 s, and the rows
+queued until then take 25-40 s to work off; 66 s in the last run."""
+HANDED_BACK_WITHIN_S = 75.0
+"""After the spike the bottom tier holds its initial executors again within this: the top
+tier's recent peak input decays with ``stabilization_s`` (20 s) and its surplus must last as
+long before it is given back; 52 s in the last run."""
+
+
+def test_the_top_tier_takes_its_spike_from_the_bottom_tier(
+    driver_python: Path, fresh_pg_url: str, tmp_path: Path
+) -> None:
+    spec = SHORT
+    gold, silver, bronze = spec.tiers
+    run: ContentionRun = run_contention(spec, driver_python, fresh_pg_url, tmp_path, print)
+    save_record(run, tmp_path / "spark-contention.json")
+    for action in run.actions:
+        print(action)
+
+    # Before the spike every tier meets its SLO on its initial executors.
+    settled = run.during(run.spike_start_s - 10, run.spike_start_s)
+    assert settled, run.samples[:5]
+    for tier in spec.tiers:
+        assert all(s.spark[tier.name] == tier.initial for s in settled), (tier.name, settled)
+        assert meets(settled[-1], tier), (tier.name, settled[-1])
+
+    # The spike: Spark gives gold a second executor, taken from bronze, not silver.
+    spike = run.during(run.spike_start_s, run.spike_end_s)
+    met = run.first(
+        run.spike_start_s,
+        lambda s: s.spark[gold.name] > gold.initial and meets(s, gold),
+    )
+    assert met is not None, [(s.t_s, s.spark, s.latency_ms[gold.name]) for s in spike]
+    assert met.t_s - run.spike_start_s <= MEETS_SLO_WITHIN_S, met
+    assert min(s.spark[bronze.name] for s in spike) < bronze.initial
+    assert min(s.spark[silver.name] for s in spike) == silver.initial
+    assert max(sum(s.spark.values()) for s in run.samples) <= spec.worker_cores
+
+    # The registry's actions say the same: gold grew, bronze shrank, silver was left alone.
+    moved = [a for a in run.actions if run.spike_start_s <= a.t_s <= met.t_s]
+    assert any(a.job == gold.name and a.to_executors > a.from_executors for a in moved), moved
+    assert any(a.job == bronze.name and a.to_executors < a.from_executors for a in moved), moved
+    assert not any(a.job == silver.name and a.to_executors < a.from_executors
+                   for a in run.actions if a.t_s >= run.spike_start_s), run.actions  # fmt: skip
+
+    # After the spike gold's surplus goes back and bronze takes it.
+    back = run.first(
+        run.spike_end_s,
+        lambda s: s.spark[bronze.name] == bronze.initial and s.spark[gold.name] == gold.initial,
+    )
+    assert back is not None, [(s.t_s, s.spark) for s in run.during(run.spike_end_s, 1e9)]
+    assert back.t_s - run.spike_end_s <= HANDED_BACK_WITHIN_S, back
+
+    # Never below a job's minimum, in Spark or in the registry; nothing left running.
+    for tier in spec.tiers:
+        assert min(s.spark[tier.name] for s in run.samples) >= tier.min, tier.name
+        assert min(s.target[tier.name] for s in run.samples) >= tier.min, tier.name
+    assert all(a.to_executors >= {t.name: t.min for t in spec.tiers}[a.job] for a in run.actions)
+    assert run.apps_after_stop == ()
+    assert run.cores_after_stop == 0
