@@ -571,10 +571,17 @@ def bench_spark_contention(
     fewer cores than they need at the top tier's spike, through `henge serve` on Postgres with
     the agent in each driver and the product policy. Needs Java 17 and the spark extra."""
     from scheduler.bench.contention_report import job_figures, run_bench, total_utility_fraction
+    from scheduler.bench.server import ServerError
     from scheduler.bench.spark_contention import LONG, SHORT
+    from scheduler.spark.apps import WaitFailed
+    from scheduler.spark.driver_env import DriverEnvError
+    from scheduler.spark.local_cluster import LocalClusterError
 
     spec = SHORT if short else LONG
-    run, drawn = run_bench(spec, out_dir, pg_server, figure, progress=err.print)
+    try:
+        run, drawn = run_bench(spec, out_dir, pg_server, figure, progress=err.print)
+    except (LocalClusterError, DriverEnvError, ServerError, WaitFailed) as exc:
+        _fail(f"spark-contention: {exc}")
     rows = [
         [
             tier.name, f"{tier.priority:g}", f"{f.utility_fraction:.3f}", f"{f.executors:.2f}",
