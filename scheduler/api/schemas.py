@@ -20,8 +20,10 @@ Name = Annotated[
         description="Letters, digits, '.', '_' and '-'; starts with a letter or digit.",
     ),
 ]
-Count = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Millis = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# Upper bounds far above anything real (10^15 rows or core-ms in one window, 10^10 ms is 115
+# days): a larger value is a broken agent, and stored it would overflow whatever is derived.
+Count = Annotated[float, Field(ge=0, le=1e15, allow_inf_nan=False)]
+Millis = Annotated[float, Field(ge=0, le=1e10, allow_inf_nan=False)]
 Actuator = Literal["agent", "spark-operator", "dry-run", "simulated"]
 
 
@@ -189,7 +191,7 @@ class ReportIn(Lenient):
     executors: int = Field(ge=0, le=100_000)
     cores_per_executor: int = Field(1, ge=1, le=1024)
     busy_core_ms: Count
-    max_parallelism: int | None = Field(None, ge=1)
+    max_parallelism: int | None = Field(None, ge=1, le=1_000_000)
     sources: list[SourceIn] = Field(default_factory=list, max_length=1000)
     batches: list[BatchIn] | None = Field(None, max_length=10_000)
     latency_ms: LatencyIn | None = None

@@ -384,18 +384,56 @@ def test_bad_report_is_refused_naming_the_field_and_nothing_stored(
     assert count(db_session, MetricWindow) == 0
 
 
-@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
-def test_nan_and_infinity_are_refused(
-    api: TestClient, agent_job: dict[str, Any], db_session: Session, literal: str
+def _numeric_paths(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Where a report holds a number (every numeric field the agent sends)."""
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _numeric_paths(item, (*path, key))]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _numeric_paths(item, (*path, i))]
+    return [path] if isinstance(value, int | float) and not isinstance(value, bool) else []
+
+
+NUMERIC_PATHS = _numeric_paths(report_body())
+# JSON literals: NaN and the infinities are not JSON, but Python's parser (and so the API's)
+# reads them; the others are out of every field's range.
+BAD_NUMBERS = ["NaN", "Infinity", "-Infinity", "-1", "1e300"]
+
+
+def _with_literal(path: tuple[str | int, ...], literal: str) -> str:
+    body = report_body()
+    marker = "__bad_number__"
+    parent: Any = body
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = marker
+    return json.dumps(body).replace(f'"{marker}"', literal)
+
+
+def test_every_numeric_report_field_is_covered() -> None:
+    leaves = {str(p[-1]) for p in NUMERIC_PATHS}
+    assert leaves >= {
+        "executors", "cores_per_executor", "busy_core_ms", "max_parallelism", "arrived_rows",
+        "processed_rows", "backlog_rows", "rows", "mean", "p95", "p99", "sent", "executed",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("literal", BAD_NUMBERS)
+@pytest.mark.parametrize("path", NUMERIC_PATHS, ids=lambda p: ".".join(map(str, p)))
+def test_a_bad_number_in_any_field_is_refused_naming_it_and_nothing_is_stored(
+    api: TestClient,
+    agent_job: dict[str, Any],
+    db_session: Session,
+    path: tuple[str | int, ...],
+    literal: str,
 ):
-    raw = json.dumps(report_body()).replace('"busy_core_ms": 23000', f'"busy_core_ms": {literal}')
     response = api.post(
         f"/v1/jobs/{agent_job['id']}/reports",
-        content=raw,
+        content=_with_literal(path, literal),
         headers={**bearer(agent_job["agent_token"]), "Content-Type": "application/json"},
     )
-    assert response.status_code == 422
-    assert "busy_core_ms" in response.text
+    assert response.status_code == 422, response.text
+    located = [tuple(e["loc"]) for e in response.json()["detail"]]
+    assert any(loc[-len(path) :] == path for loc in located), located
     assert count(db_session, MetricWindow) == 0
 
 
