@@ -68,7 +68,10 @@ def identify(session: Session, request: Request, token: str) -> Principal | None
             structlog.contextvars.bind_contextvars(tenant=tenant_id)
             return Principal(Role.TENANT, tenant_id=tenant_id)
     elif token.startswith(AGENT_PREFIX):
-        job_id = session.scalar(select(Job.id).where(Job.agent_token_hash == digest))
+        # A removed job's token is revoked with it.
+        job_id = session.scalar(
+            select(Job.id).where(Job.agent_token_hash == digest, Job.status != "removed")
+        )
         if job_id is not None:
             structlog.contextvars.bind_contextvars(job=job_id)
             return Principal(Role.AGENT, job_id=job_id)
@@ -112,6 +115,14 @@ def principal(
     if who is None:
         raise unauthorized("unknown token")
     return who
+
+
+async def agent_credentials(
+    credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme),
+) -> HTTPAuthorizationCredentials | None:
+    """The bearer credentials of a route that checks an agent's token itself (the report route
+    authenticates and loads the job in one query); it answers like :func:`require_agent`."""
+    return credentials
 
 
 def require_admin(who: Principal = Depends(principal)) -> Principal:

@@ -33,12 +33,12 @@ def post_report(
     body: ReportIn,
     request: Request,
     session: Session = Depends(get_session),
-    credentials: HTTPAuthorizationCredentials | None = Depends(auth.bearer_scheme),
+    credentials: HTTPAuthorizationCredentials | None = Depends(auth.agent_credentials),
 ) -> ReportAck:
     metrics = request.app.state.metrics
     job = _agent_job(session, request, credentials)
     # An agent token is good for its own job only; any other id is "no such job".
-    if job.id != job_id or job.status == "removed":
+    if job.id != job_id:
         metrics.report_rejected("unknown_job")
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such job")
     document = body.model_dump(mode="json")
@@ -84,7 +84,7 @@ def _agent_job(
         if token.startswith(auth.AGENT_PREFIX)
         else None
     )
-    if job is not None:
+    if job is not None and job.status != "removed":  # a removed job's token is revoked
         return job
     request.app.state.metrics.report_rejected("unauthorized")
     who = auth.identify(session, request, token) if token else None
