@@ -120,11 +120,15 @@ class Room:
         # Fullest first, ordered once: a node only fills up within the round.
         rooms = sorted(node_room(n) for n in cluster.nodes if n.ready)
         self._nodes = [list(room) for room in rooms if room[0] >= _SMALLEST_EXECUTOR]
+        self._first: dict[tuple[float, float], int] = {}
+        """Per executor size, the first node that may still hold one: the nodes before it
+        cannot, and a node's room only shrinks within the round."""
         self._released = [0.0, 0.0]
 
     @property
     def free_cores(self) -> float:
-        return sum(cores for cores, _ in self._nodes) + self._released[0]
+        on_nodes = sum(cores for cores, _ in self._nodes if cores >= _SMALLEST_EXECUTOR)
+        return on_nodes + self._released[0]
 
     def release(self, executors: int, cores: float, memory_mb: float = 0.0) -> None:
         """``executors`` of this size leave the cluster."""
@@ -136,16 +140,21 @@ class Room:
         """Place up to ``executors`` of this size; how many were placed."""
         if executors <= 0:
             return 0
+        nodes, size = self._nodes, (cores, memory_mb)
+        first = self._first.get(size, 0)
+        while first < len(nodes) and _fitting(nodes[first][0], nodes[first][1], *size) < 1:
+            first += 1
+        self._first[size] = first
         placed = 0
-        for space in self._nodes:
+        for index in range(first, len(nodes)):
+            space = nodes[index]
             count = min(_fitting(space[0], space[1], cores, memory_mb), executors - placed)
-            space[0] -= count * cores
-            space[1] -= count * memory_mb
-            placed += count
-            if placed >= executors:
-                break
-        # Nodes too full for any executor are done for the round.
-        self._nodes = [s for s in self._nodes if s[0] >= _SMALLEST_EXECUTOR]
+            if count > 0:
+                space[0] -= count * cores
+                space[1] -= count * memory_mb
+                placed += count
+                if placed >= executors:
+                    break
         pooled = min(
             _fitting(self._released[0], self._released[1], cores, memory_mb), executors - placed
         )

@@ -32,29 +32,28 @@ def clamp_changes(
 ) -> tuple[Change, ...]:
     """``changes`` made safe, in their original order."""
     seen: set[str] = set()
-    wanted: list[tuple[int, JobView, Change]] = []
+    wanted: list[tuple[int, JobView, Change, int]] = []
     for index, change in enumerate(changes):
         job = jobs.get(change.job_id)
         if job is None or change.job_id in seen:
             continue
         seen.add(change.job_id)
-        wanted.append((index, job, change))
+        target = min(max(change.to_executors, job.min_executors), upper_bound(job))
+        wanted.append((index, job, change, target))
 
     result: dict[int, Change] = {}
     room = Room(cluster)
     # Shrinks first: they never need room, and the executors they remove may fund the growth.
-    for index, job, change in wanted:
-        target = min(max(change.to_executors, job.min_executors), upper_bound(job))
+    for index, job, change, target in wanted:
         if target >= job.executors:
             continue
         if credit_shrinks:
             room.release(job.executors - target, job.cores_per_executor, job.memory_mb)
         result[index] = _fixed(job, change, target)
-    for index, job, change in wanted:
+    for index, job, change, target in wanted:
         if index in result:
             continue
-        wanted_target = min(max(change.to_executors, job.min_executors), upper_bound(job))
-        more = room.take(wanted_target - job.executors, job.cores_per_executor, job.memory_mb)
+        more = room.take(target - job.executors, job.cores_per_executor, job.memory_mb)
         result[index] = _fixed(job, change, job.executors + more)
     return tuple(c for _, c in sorted(result.items()) if c.to_executors != c.from_executors)
 

@@ -32,6 +32,14 @@ def test_the_fullest_node_is_used_first_so_a_large_executor_still_fits_later() -
     assert room.take(1, cores=4.0) == 1
 
 
+def test_a_node_too_small_for_one_size_still_takes_a_smaller_one_later() -> None:
+    room = Room(nodes(1.0, 3.0, 2.0))
+    assert room.take(2, cores=2.0) == 2  # the 2-core node, then the 3-core one (1 left)
+    assert room.take(1, cores=2.0) == 0  # no node holds two cores any more
+    assert room.take(3, cores=1.0) == 2  # but the two single cores are still there
+    assert room.free_cores == 0.0
+
+
 def test_cores_freed_by_shrinking_executors_fund_growth_after_the_nodes() -> None:
     room = Room(nodes(0.0, 0.0))
     assert room.take(1, cores=2.0) == 0

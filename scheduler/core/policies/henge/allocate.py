@@ -55,12 +55,16 @@ def solve(offers: Sequence[Offer], cluster: ClusterView) -> dict[str, int] | Non
     unit = reduce(math.gcd, (o.job.cores_per_executor for o in offers)) or 1
     held = sum(o.job.executors * o.job.cores_per_executor for o in offers)
     capacity = math.floor((cluster.free_cores + held) / unit + 1e-9)
-    choices = [_choices(o, unit) for o in offers]
-    spare = capacity - sum(c.points[0][1] for c in choices)
+    targets = {o.job.job_id: o.points[0][0] for o in offers}
+    # A job offering one count has no choice to make: it only takes its cores.
+    fixed = sum(o.points[0][0] * o.job.cores_per_executor for o in offers if len(o.points) == 1)
+    choices = [_choices(o, unit) for o in offers if len(o.points) > 1]
+    spare = capacity - fixed // unit - sum(c.points[0][1] for c in choices)
     if spare < 0:
         return None
     _, chosen, _ = solve_choices(choices, spare)
-    return {o.job.job_id: c.points[i][0] for o, c, i in zip(offers, choices, chosen, strict=True)}
+    targets.update((c.name, c.points[i][0]) for c, i in zip(choices, chosen, strict=True))
+    return targets
 
 
 def _choices(offer: Offer, unit: int) -> JobChoices:

@@ -125,6 +125,9 @@ class ProductRound:
         self.maximum = sum(j.priority for j in self.jobs)
         self.notes: list[str] = []
         self._trusted: dict[str, JobModel | None] = {}
+        self.errors: dict[str, float] = dict(state.errors)
+        """Each job's prediction error: the round's own copy, so that judging many moved jobs
+        changes entries in place instead of copying the mapping per job."""
         self._needs: dict[str, int | None] = {}
         self._top_missing = 0.0
         self._capacity = 0.0
@@ -154,7 +157,7 @@ class ProductRound:
             if (
                 model is None
                 or not sizes(model, job, self.s.model_min_windows)
-                or self.state.errors.get(job.job_id, 0.0) > self.s.model_max_error
+                or self.errors.get(job.job_id, 0.0) > self.s.model_max_error
             ):
                 model = None
             self._trusted[job.job_id] = model
@@ -216,10 +219,11 @@ class ProductRound:
             if peak is not None:
                 peaks[job.job_id] = peak
         snap = self.snapshot
+        self.errors = keep_frozen(snap, st.errors, errors)
         self.update(
             blacklist=blacklist,
             models=keep_frozen(snap, st.models, models),
-            errors=keep_frozen(snap, st.errors, errors),
+            errors=self.errors,
             peaks=keep_frozen(snap, st.peaks, peaks),
         )
 
@@ -335,9 +339,11 @@ class ProductRound:
         error = self.prediction_error(model, job, None)
         if error is None:
             return
-        previous = self.state.errors.get(job.job_id, error)
-        blended = previous + self.s.model_alpha * (error - previous)
-        self.update(errors={**self.state.errors, job.job_id: blended})
+        previous = self.errors.get(job.job_id, error)
+        self.set_error(job, previous + self.s.model_alpha * (error - previous))
+
+    def set_error(self, job: JobView, error: float) -> None:
+        self.errors[job.job_id] = error  # the state's mapping too (housekeeping shares it)
         self._trusted.pop(job.job_id, None)
 
     def counterfactual(self, job: JobView, moved: MovedJob) -> float | None:
@@ -384,8 +390,7 @@ class ProductRound:
         self.notes.append(f"{job.name} gained {gain:.1%} < {self.s.min_gain:.0%}")
         if moved.by_model:
             # The model promised more: stop trusting it until its error falls back.
-            self.update(errors={**self.state.errors, job.job_id: 1.0})
-            self._trusted.pop(job.job_id, None)
+            self.set_error(job, 1.0)
         capacity = job.metrics.capacity if job.metrics is not None else None
         if capacity is not None and capacity <= self.s.capacity_threshold:
             expiry = self.now + timedelta(seconds=self.s.blacklist_ttl_s)
@@ -471,11 +476,8 @@ class ProductRound:
         rate = self.ready_rate(job)
         top = upper_bound(job)
         can_grow = job.job_id not in self.state.blacklist and job.executors < top
-        if (
-            model is not None
-            and not meets_slo(now, job.priority)
-            and max_utilisation(model, job) <= 0
-        ):
+        rho = max_utilisation(model, job) if model is not None else 0.0
+        if model is not None and not meets_slo(now, job.priority) and rho <= 0:
             # The model puts the per-batch floor above the SLO of a job that misses it: most
             # likely a floor fitted on batches working off a backlog, and a job its model gives
             # up on would starve whatever its priority. Eq. 2.4 steps instead.
@@ -491,7 +493,6 @@ class ProductRound:
                     count = job.executors + round(share * (target - job.executors))
                     points.append((count, now + share * (job.priority - now) + eps))
             return Offer.of(job, points)
-        rho = max_utilisation(model, job)
         need = executors_needed(model, job, rate, top, rho)
         self._needs[job.job_id] = need
         # Counts the cluster could never hold are no choice; the grid spans only the others.
