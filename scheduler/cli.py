@@ -601,6 +601,72 @@ def bench_spark_contention(
     )
 
 
+@bench_app.command("calibrate")
+def bench_calibrate(
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="A recorded real run (spark-contention.json) to compare with, instead of "
+            "running one (about 17 minutes).",
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Where a real run goes (as for spark-contention).")
+    ] = Path("bench-out/spark-contention"),
+    scenario: Annotated[
+        Path | None,
+        typer.Option(
+            help="The simulator's scenario of the run.",
+            show_default="scheduler/sim/scenarios/real/spark-contention.yaml",
+        ),
+    ] = None,
+    seeds: Annotated[str, typer.Option(help="Comma-separated simulator seeds.")] = "1,2,3",
+    pg_server: Annotated[
+        str, typer.Option(help="Postgres server for a real run's throw-away database.")
+    ] = DEFAULT_PG_SERVER,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the comparison here.")
+    ] = None,
+) -> None:
+    """The real-Spark contention run against the simulator's scenario of it: per job and in
+    total, the utility fraction, time-weighted executors, mean latency and the time to meet the
+    SLO after the spike, on Spark and in the simulator (goal: total within 0.05, each job's
+    executors within 1)."""
+    from scheduler.bench.calibrate import (
+        GOAL_EXECUTORS,
+        GOAL_TOTAL,
+        SCENARIO,
+        calibrate,
+        load_record,
+        rows,
+    )
+    from scheduler.logs import configure_logging
+
+    configure_logging("warning", "console")
+    if record is None:
+        bench_spark_contention(out_dir, out_dir / "spark-contention.png", pg_server, False)
+        record = out_dir / "spark-contention.json"
+    elif not record.is_file():
+        _fail(f"calibrate: no record at {record}; run `henge bench spark-contention` first")
+    try:
+        figures = calibrate(load_record(record), _seeds(seeds, None), scenario or SCENARIO)
+    except (KeyError, TypeError, ValueError) as exc:
+        _fail(f"calibrate: {exc}")
+    columns = ["job", "figure", "Spark", "simulator", "simulator − Spark"]
+    _table(f"calibration (simulator: mean of {figures['seeds']} seeds)", columns, rows(figures))
+    total_ok = "yes" if figures["total_within_goal"] else "NO"
+    executors_ok = all(j["executors_within_goal"] for j in figures["jobs"].values())
+    actions = figures["actions"]
+    out.print(
+        f"total utility fraction within {GOAL_TOTAL}: {total_ok}; every job's executors within "
+        f"{GOAL_EXECUTORS:g}: {'yes' if executors_ok else 'NO'}; actions: Spark "
+        f"{actions['real']}, simulator {actions['simulated']:.1f}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    _write_json(json_file, figures)
+
+
 def _write_json(path: Path | None, figures: Any) -> None:
     """A benchmark's figures as JSON, when ``--json`` names a file."""
     if path is None:

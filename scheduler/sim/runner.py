@@ -166,6 +166,8 @@ class Simulation:
         self.samples: list[RoundSample] = []
         self.actions: list[ActionEvent] = []
         self.utilities: dict[str, float] = {}
+        self.latencies: dict[str, float] = {}
+        self.running: dict[str, int] = {}
         self.core_seconds = 0.0
         self.errors: dict[str, list[float]] = {}
         """Per job: the policy's model prediction error after each round, when it keeps one."""
@@ -272,6 +274,10 @@ class Simulation:
         for view in outcome.snapshot.jobs:
             if view.metrics is not None:  # between reports a job keeps its last measured utility
                 self.utilities[view.name] = view.metrics.utility
+                if view.metrics.latency_ms is not None:
+                    self.latencies[view.name] = view.metrics.latency_ms
+                if view.metrics.executors_reported is not None:
+                    self.running[view.name] = view.metrics.executors_reported
         utilities = {
             name: self.utilities.get(name, 0.0) if status == "admitted" else 0.0
             for name, status in self.statuses.items()
@@ -292,6 +298,8 @@ class Simulation:
             oracle_utilities=(
                 self.oracle.job_utilities(specs, self.clock.now) if self.oracle else None
             ),
+            latencies={name: self.latencies.get(name) for name in utilities},
+            running={name: self.running.get(name, 0) for name in utilities},
         )
 
 

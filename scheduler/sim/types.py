@@ -84,6 +84,10 @@ class RoundSample:
     executors: Mapping[str, int]
     oracle_utilities: Mapping[str, float] | None = None
     """Each present job's utility in the oracle's allocation (``None`` without the oracle)."""
+    latencies: Mapping[str, float | None] = field(default_factory=dict)
+    """Each job's latest measured latency in ms (its last one when the newest window has none)."""
+    running: Mapping[str, int] = field(default_factory=dict)
+    """The executors each job's newest report says it ran (what its agent saw, not the target)."""
 
 
 @dataclass(frozen=True)
