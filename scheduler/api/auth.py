@@ -78,14 +78,15 @@ def identify(session: Session, request: Request, token: str) -> Principal | None
     return None
 
 
-# The dashboard's session (scheduler/web): an opaque id in an HttpOnly cookie, mapped in memory
-# to a principal. Accepted for GET only and with the custom header, which a cross-site form or
-# image cannot send (and a cross-site fetch could only after a CORS preflight nobody answers).
+# The dashboard's session (scheduler/web): an opaque id in an HttpOnly cookie, mapped in the
+# registry to a principal. Accepted for GET only and with the custom header, which a cross-site
+# form or image cannot send (and a cross-site fetch could only after a CORS preflight nobody
+# answers).
 SESSION_COOKIE = "henge_session"
 SESSION_HEADER = "X-Henge-Session"
 
 
-def session_principal(request: Request) -> Principal | None:
+def session_principal(request: Request, session: Session) -> Principal | None:
     """The dashboard session's principal, for a GET carrying the session header, else None."""
     store = getattr(request.app.state, "web_sessions", None)
     sid = request.cookies.get(SESSION_COOKIE)
@@ -93,7 +94,7 @@ def session_principal(request: Request) -> Principal | None:
         return None
     if request.headers.get(SESSION_HEADER) != "1":
         return None
-    who: Principal | None = store.lookup(sid)
+    who: Principal | None = store.lookup(session, sid)
     if who is not None and who.tenant_id is not None:
         structlog.contextvars.bind_contextvars(tenant=who.tenant_id)
     return who
@@ -107,7 +108,7 @@ def principal(
     """Who is calling, from the bearer token (or the dashboard's session cookie on a GET); 401
     when there is none or it is unknown."""
     if credentials is None or not credentials.credentials:
-        who = session_principal(request)
+        who = session_principal(request, session)
         if who is None:
             raise unauthorized("missing bearer token")
         return who

@@ -47,6 +47,22 @@ class Tenant(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class DashboardSession(Base):
+    """A dashboard sign-in: the digest of the id its cookie carries, whose it is, and the digest
+    of the token it was opened with (a session whose token no longer holds is over)."""
+
+    __tablename__ = "dashboard_sessions"
+
+    id_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    tenant_id: Mapped[str | None] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), index=True, nullable=True
+    )
+    token_digest: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
 class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (

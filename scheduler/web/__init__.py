@@ -19,6 +19,6 @@ STATIC_DIR = Path(__file__).parent / "static"
 
 
 def mount_dashboard(app: FastAPI) -> None:
-    app.state.web_sessions = SessionStore()
+    app.state.web_sessions = SessionStore(app.state.settings.admin_token, clock=app.state.clock)
     app.include_router(pages.router)
     app.mount(pages.STATIC_PREFIX, StaticFiles(directory=STATIC_DIR), name="ui-static")

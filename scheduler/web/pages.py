@@ -55,8 +55,8 @@ def _store(request: Request) -> SessionStore:
     return store
 
 
-def _who(request: Request) -> Principal | None:
-    return _store(request).lookup(request.cookies.get(SESSION_COOKIE))
+def _who(request: Request, session: Session) -> Principal | None:
+    return _store(request).lookup(session, request.cookies.get(SESSION_COOKIE))
 
 
 def _home(who: Principal) -> str:
@@ -121,8 +121,10 @@ def _render(
 
 
 @router.get("/login")
-def login_page(request: Request, next: str | None = None) -> Response:
-    who = _who(request)
+def login_page(
+    request: Request, next: str | None = None, session: Session = Depends(get_session)
+) -> Response:
+    who = _who(request, session)
     if who is not None:
         return _redirect(_safe_next(next) or _home(who))
     return _render(request, "login.html", None, next=_safe_next(next) or "", error=None)
@@ -156,7 +158,7 @@ async def login(request: Request, session: Session = Depends(get_session)) -> Re
             next=target or "",
             error=error,
         )
-    sid = _store(request).create(who)
+    sid = await run_in_threadpool(_store(request).create, session, who, token)
     log.info("web.login", role=who.role.value)
     response = _redirect(target or _home(who))
     response.set_cookie(
@@ -172,10 +174,10 @@ async def login(request: Request, session: Session = Depends(get_session)) -> Re
 
 
 @router.post("/logout")
-def logout(request: Request) -> Response:
+def logout(request: Request, session: Session = Depends(get_session)) -> Response:
     if not _same_origin(request):
         return Response("cross-site sign-out refused", status.HTTP_403_FORBIDDEN)
-    _store(request).revoke(request.cookies.get(SESSION_COOKIE))
+    _store(request).revoke(session, request.cookies.get(SESSION_COOKIE))
     response = _redirect(f"{PREFIX}/login")
     response.delete_cookie(
         SESSION_COOKIE,
@@ -191,7 +193,7 @@ def logout(request: Request) -> Response:
 
 
 def _admin_page(request: Request, session: Session, template: str, page: str) -> Response:
-    who = _who(request)
+    who = _who(request, session)
     if who is None:
         return _to_login(request)
     if who.role is not Role.ADMIN:
@@ -220,7 +222,7 @@ def rounds_log(request: Request, session: Session = Depends(get_session)) -> Res
 
 @router.get("/jobs")
 def jobs_table(request: Request, session: Session = Depends(get_session)) -> Response:
-    who = _who(request)
+    who = _who(request, session)
     if who is None:
         return _to_login(request)
     return _render(request, "jobs.html", who, session, page="jobs")
@@ -228,7 +230,7 @@ def jobs_table(request: Request, session: Session = Depends(get_session)) -> Res
 
 @router.get("/jobs/{job_id}")
 def job_page(job_id: str, request: Request, session: Session = Depends(get_session)) -> Response:
-    who = _who(request)
+    who = _who(request, session)
     if who is None:
         return _to_login(request)
     try:

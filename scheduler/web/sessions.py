@@ -1,82 +1,100 @@
-"""Dashboard sessions: an opaque random id in the cookie, the principal kept here in memory.
+"""Dashboard sessions: an opaque random id in the cookie, the session itself in the registry.
 
-The cookie never carries a token. Ids are looked up by their SHA-256 digest, so the lookup
-time tells nothing about stored ids. Sessions end after ``ttl_s`` (absolute), at logout, or
-when the process stops (one ``henge serve`` process serves the pages and the API).
+The cookie never carries a token. The registry keeps only the id's SHA-256 digest, whose
+principal it is, and the digest of the token it was signed in with, so every replica of the
+service sees the same sessions. A session ends after ``ttl_s`` (absolute), at sign-out (on
+every replica at once), or when the token it was opened with no longer holds: a tenant whose
+token was replaced, or an admin token changed in the settings.
 """
 
 from __future__ import annotations
 
-import hashlib
+import hmac
 import secrets
-import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from scheduler.api.auth import Principal
+from pydantic import SecretStr
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from scheduler.api.auth import Principal, Role, hash_token
+from scheduler.clock import utc_now
+from scheduler.registry.tables import DashboardSession, Tenant
 
 DEFAULT_TTL_S = 8 * 3600.0
 MAX_SESSIONS = 10_000
-
-
-@dataclass(frozen=True)
-class WebSession:
-    principal: Principal
-    expires_at: float
-
-
-def _digest(sid: str) -> str:
-    return hashlib.sha256(sid.encode()).hexdigest()
+"""Sign-ins kept at once; past it the oldest end first (a flood of sign-ins stays bounded)."""
 
 
 class SessionStore:
     def __init__(
         self,
+        admin_token: SecretStr | None,
         ttl_s: float = DEFAULT_TTL_S,
         max_sessions: int = MAX_SESSIONS,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.ttl_s = ttl_s
+        self._admin_digest = hash_token(admin_token.get_secret_value()) if admin_token else None
         self._max = max_sessions
         self._clock = clock
-        self._sessions: dict[str, WebSession] = {}
-        self._lock = threading.Lock()
 
-    def create(self, principal: Principal) -> str:
-        """A new session for ``principal``; returns its id (for the cookie only)."""
+    def create(self, session: Session, principal: Principal, token: str) -> str:
+        """A new session for ``principal``, signed in with ``token``; returns its id (for the
+        cookie only). Commits."""
         sid = secrets.token_urlsafe(32)
         now = self._clock()
-        with self._lock:
-            self._purge(now)
-            while len(self._sessions) >= self._max:  # the oldest go first (dicts keep order)
-                del self._sessions[next(iter(self._sessions))]
-            self._sessions[_digest(sid)] = WebSession(principal, now + self.ttl_s)
+        session.execute(delete(DashboardSession).where(DashboardSession.expires_at <= now))
+        kept = session.scalar(select(func.count()).select_from(DashboardSession)) or 0
+        if kept >= self._max:
+            oldest = (
+                select(DashboardSession.id_digest)
+                .order_by(DashboardSession.created_at, DashboardSession.id_digest)
+                .limit(kept - self._max + 1)
+            )
+            session.execute(delete(DashboardSession).where(DashboardSession.id_digest.in_(oldest)))
+        session.add(
+            DashboardSession(
+                id_digest=hash_token(sid),
+                role=principal.role.value,
+                tenant_id=principal.tenant_id,
+                token_digest=hash_token(token),
+                created_at=now,
+                expires_at=now + timedelta(seconds=self.ttl_s),
+            )
+        )
+        session.commit()
         return sid
 
-    def lookup(self, sid: str | None) -> Principal | None:
+    def lookup(self, session: Session, sid: str | None) -> Principal | None:
+        """Whose session ``sid`` is, while it lasts and its token still holds."""
         if not sid:
             return None
-        key = _digest(sid)
-        with self._lock:
-            found = self._sessions.get(key)
-            if found is None:
-                return None
-            if found.expires_at <= self._clock():
-                del self._sessions[key]
-                return None
-            return found.principal
+        found = session.execute(
+            select(DashboardSession, Tenant.token_hash)
+            .outerjoin(Tenant, Tenant.id == DashboardSession.tenant_id)
+            .where(DashboardSession.id_digest == hash_token(sid))
+        ).first()
+        if found is None:
+            return None
+        row, tenant_digest = found
+        if row.expires_at <= self._clock():
+            return None
+        current = self._admin_digest if row.role == Role.ADMIN.value else tenant_digest
+        if current is None or not hmac.compare_digest(current, row.token_digest):
+            return None
+        return Principal(Role(row.role), tenant_id=row.tenant_id)
 
-    def revoke(self, sid: str | None) -> None:
+    def revoke(self, session: Session, sid: str | None) -> None:
+        """End the session ``sid`` (everywhere). Commits."""
         if sid:
-            with self._lock:
-                self._sessions.pop(_digest(sid), None)
+            session.execute(
+                delete(DashboardSession).where(DashboardSession.id_digest == hash_token(sid))
+            )
+            session.commit()
 
-    def __len__(self) -> int:
-        with self._lock:
-            self._purge(self._clock())
-            return len(self._sessions)
-
-    def _purge(self, now: float) -> None:
-        for key in [k for k, s in self._sessions.items() if s.expires_at <= now]:
-            del self._sessions[key]
+    def count(self, session: Session) -> int:
+        """Sessions that have not expired (including any whose token no longer holds)."""
+        query = select(func.count()).where(DashboardSession.expires_at > self._clock())
+        return session.scalar(query) or 0

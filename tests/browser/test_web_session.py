@@ -3,17 +3,26 @@ fallback (GET with the session header only), expiry, sign-out and the job action
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from scheduler.api.auth import SESSION_COOKIE, SESSION_HEADER, Principal, Role
-from scheduler.registry.tables import Action, Round
+from scheduler.api.app import create_app
+from scheduler.api.auth import SESSION_COOKIE, SESSION_HEADER, Principal, Role, hash_token
+from scheduler.api.deps import get_session
+from scheduler.cluster.static import StaticCluster
+from scheduler.registry.tables import Action, DashboardSession, Round, Tenant
+from scheduler.web import mount_dashboard
 from scheduler.web.sessions import SessionStore
-from tests.conftest import ADMIN, ADMIN_TOKEN, bearer
+from tests.conftest import ADMIN, ADMIN_TOKEN, FixedClock, bearer, make_settings
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 HEADER = {SESSION_HEADER: "1"}
 
@@ -105,11 +114,12 @@ def test_cross_site_sign_in_and_out_are_refused(api: TestClient) -> None:
     assert api.get("/v1/cluster", headers=HEADER).status_code == 200
 
 
-def test_sign_out_revokes_the_session(api: TestClient) -> None:
+def test_sign_out_revokes_the_session(api: TestClient, db_session: Session) -> None:
     _sign_in(api, ADMIN_TOKEN)
     sid = api.cookies[SESSION_COOKIE]
     assert api.post("/ui/logout", follow_redirects=False).status_code == 303
-    assert api.app.state.web_sessions.lookup(sid) is None  # type: ignore[attr-defined]
+    store = api.app.state.web_sessions  # type: ignore[attr-defined]
+    assert store.lookup(db_session, sid) is None
     api.cookies.set(SESSION_COOKIE, sid)  # replaying the old cookie does not help
     assert api.get("/v1/cluster", headers=HEADER).status_code == 401
     assert api.get("/ui/", follow_redirects=False).headers["location"] == "/ui/login?next=/ui/"
@@ -120,21 +130,53 @@ def test_sign_in_redirects_only_to_dashboard_pages(api: TestClient, target: str)
     assert _sign_in(api, ADMIN_TOKEN, target).headers["location"] == "/ui/"
 
 
-def test_sessions_expire_and_store_no_token() -> None:
-    now = [1000.0]
-    store = SessionStore(ttl_s=60, clock=lambda: now[0])
-    who = Principal(Role.TENANT, tenant_id="t1")
-    sid = store.create(who)
-    assert store.lookup(sid) == who and store.lookup("forged") is None
-    assert sid not in repr(store._sessions)  # kept by digest
-    now[0] += 61
-    assert store.lookup(sid) is None and len(store) == 0
+def _tenant_row(db_session: Session, token: str) -> str:
+    tenant = Tenant(id=f"t-{uuid.uuid4().hex[:8]}", name=uuid.uuid4().hex[:12],
+                    token_hash=hash_token(token), created_at=T0)  # fmt: skip
+    db_session.add(tenant)
+    db_session.flush()
+    return tenant.id
 
 
-def test_the_store_keeps_at_most_max_sessions() -> None:
-    store = SessionStore(max_sessions=2)
-    first, *_ = [store.create(Principal(Role.ADMIN)) for _ in range(3)]
-    assert len(store) == 2 and store.lookup(first) is None
+def test_sessions_expire_and_store_no_token(db_session: Session) -> None:
+    now = [T0]
+    store = SessionStore(SecretStr(ADMIN_TOKEN), ttl_s=60, clock=lambda: now[0])
+    who = Principal(Role.TENANT, tenant_id=_tenant_row(db_session, "hgt_one"))
+    sid = store.create(db_session, who, "hgt_one")
+    assert store.lookup(db_session, sid) == who and store.lookup(db_session, "forged") is None
+    stored = db_session.scalars(select(DashboardSession)).all()
+    assert [r.id_digest for r in stored] == [hash_token(sid)]  # kept by digest only
+    assert all(sid not in str(vars(r)) and "hgt_one" not in str(vars(r)) for r in stored)
+    now[0] += timedelta(seconds=61)
+    assert store.lookup(db_session, sid) is None and store.count(db_session) == 0
+
+
+def test_the_store_keeps_at_most_max_sessions(db_session: Session) -> None:
+    now = [T0]
+    store = SessionStore(SecretStr(ADMIN_TOKEN), max_sessions=2, clock=lambda: now[0])
+    sids = []
+    for _ in range(3):
+        now[0] += timedelta(seconds=1)
+        sids.append(store.create(db_session, Principal(Role.ADMIN), ADMIN_TOKEN))
+    assert store.count(db_session) == 2 and store.lookup(db_session, sids[0]) is None
+    assert store.lookup(db_session, sids[2]) == Principal(Role.ADMIN)
+
+
+def test_a_session_ends_when_the_token_it_was_opened_with_no_longer_holds(
+    db_session: Session,
+) -> None:
+    store = SessionStore(SecretStr(ADMIN_TOKEN), clock=lambda: T0)
+    tenant_id = _tenant_row(db_session, "hgt_old")
+    sid = store.create(db_session, Principal(Role.TENANT, tenant_id=tenant_id), "hgt_old")
+    admin_sid = store.create(db_session, Principal(Role.ADMIN), ADMIN_TOKEN)
+    assert store.lookup(db_session, sid) is not None
+    db_session.get(Tenant, tenant_id).token_hash = hash_token("hgt_new")  # type: ignore[union-attr]
+    db_session.flush()
+    assert store.lookup(db_session, sid) is None
+    # Another replica, or a restart, with a new admin token: the admin's sessions are over.
+    assert store.lookup(db_session, admin_sid) == Principal(Role.ADMIN)
+    changed = SessionStore(SecretStr("another-admin-token-0123456789"), clock=lambda: T0)
+    assert changed.lookup(db_session, admin_sid) is None
 
 
 def test_job_actions_lists_the_rounds_that_changed_the_job(
@@ -178,3 +220,21 @@ def test_job_actions_lists_the_rounds_that_changed_the_job(
     since = (start + timedelta(seconds=25)).isoformat()
     ranged = api.get(f"/v1/jobs/{job['id']}/actions", params={"since": since}, headers=ADMIN)
     assert [a["round"] for a in ranged.json()] == [3]
+
+
+def test_a_session_holds_on_every_replica_and_sign_out_ends_it_on_all(
+    api: TestClient, pg_url: str, pg_engine: Engine, db_session: Session, clock: FixedClock
+) -> None:
+    other = create_app(make_settings(pg_url), pg_engine, StaticCluster(4, 8, 32768), clock=clock)
+    mount_dashboard(other)  # a second replica: its own process memory, the same registry
+    other.dependency_overrides[get_session] = lambda: db_session
+    tenant = _tenant(api, "ads")
+    _job(api, tenant)
+    assert _sign_in(api, tenant).status_code == 303
+    cookie = {SESSION_COOKIE: api.cookies[SESSION_COOKIE]}
+    with TestClient(other, cookies=cookie) as replica:
+        assert len(replica.get("/v1/jobs", headers=HEADER).json()) == 1
+        assert replica.get("/ui/jobs", follow_redirects=False).status_code == 200
+        assert replica.post("/ui/logout", follow_redirects=False).status_code == 303
+    assert api.get("/v1/jobs", headers=HEADER).status_code == 401
+    assert api.get("/ui/jobs", follow_redirects=False).status_code == 303

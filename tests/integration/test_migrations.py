@@ -21,6 +21,7 @@ TABLES = {
     "actions",
     "allocations",
     "scheduler_state",
+    "dashboard_sessions",
     "alembic_version",
 }
 
@@ -42,6 +43,10 @@ def test_upgrade_downgrade_upgrade_leaves_a_current_schema(empty_url: str):
         assert not migrate.schema_is_current(engine)
         migrate.upgrade(empty_url)
         assert migrate.schema_is_current(engine)
+        # The last revision alone goes down and up again too.
+        migrate.downgrade(empty_url, "-1")
+        assert "dashboard_sessions" not in inspect(engine).get_table_names()
+        migrate.upgrade(empty_url)
         with engine.connect() as conn:
             diff = compare_metadata(
                 MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
