@@ -667,6 +667,45 @@ def bench_calibrate(
     _write_json(json_file, figures)
 
 
+@bench_app.command("fuzz")
+def bench_fuzz(
+    examples: Annotated[
+        int, typer.Option(min=1, help="Generated cases per operation (each sent by 3 callers).")
+    ] = 500,
+    pg_server: Annotated[
+        str, typer.Option(help="Postgres server for a throw-away registry database.")
+    ] = DEFAULT_PG_SERVER,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the figures here.")
+    ] = None,
+) -> None:
+    """Fuzz every operation of the served OpenAPI document as the admin, a tenant and an agent,
+    against a real `henge serve` on a scratch Postgres database: no server error and no answer
+    outside the document's response schemas. Needs the dev extra (schemathesis)."""
+    from scheduler.bench.fuzz import measure_fuzz
+    from scheduler.bench.server import ServerError
+    from scheduler.logs import configure_logging
+
+    configure_logging("warning", "console")
+    try:
+        result = measure_fuzz(examples, pg_server)
+    except ImportError as exc:
+        _fail(f"fuzz: {exc.name or exc} is missing: install the dev extra (make setup)")
+    except ServerError as exc:
+        _fail(f"fuzz: {exc}")
+    for failure in result.failures:
+        err.print(failure, highlight=False, soft_wrap=True)
+    out.print(
+        f"{result.cases} cases, each as admin, tenant and agent: {len(result.failures)} "
+        "operations failed",
+        highlight=False,
+        soft_wrap=True,
+    )
+    _write_json(json_file, {"cases": result.cases, "failures": list(result.failures)})
+    if result.failures:
+        raise typer.Exit(1)
+
+
 def _write_json(path: Path | None, figures: Any) -> None:
     """A benchmark's figures as JSON, when ``--json`` names a file."""
     if path is None:
