@@ -51,6 +51,10 @@ TokenOpt = Annotated[
     str | None, typer.Option("--token", help="Bearer token \\[env HENGE_TOKEN, config file].")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+FiguresFile = Annotated[Path | None, typer.Option("--json", help="Write the figures here.")]
+ScratchServer = Annotated[
+    str, typer.Option(help="Postgres server for a throw-away registry database.")
+]
 
 
 class CLIError(Exception):
@@ -478,7 +482,7 @@ def bench_dashboard(
     pg_server: Annotated[
         str, typer.Option(help="Postgres server to create the throw-away database on.")
     ] = DEFAULT_PG_SERVER,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures here.")] = None,
+    json_out: FiguresFile = None,
 ) -> None:
     """Page load times of the dashboard on a big registry (headless Chromium)."""
     from scheduler.bench.dashboard import run_dashboard_bench, summary_lines
@@ -491,9 +495,7 @@ def bench_dashboard(
 
 @bench_app.command("overhead")
 def bench_overhead(
-    json_file: Annotated[
-        Path | None, typer.Option("--json", help="Write the figures here.")
-    ] = None,
+    json_file: FiguresFile = None,
     sizes: Annotated[str, typer.Option(help="Job counts, comma-separated.")] = "100,1000,10000",
     repeats: Annotated[int, typer.Option(help="Timed decide() calls per size.")] = 30,
 ) -> None:
@@ -514,9 +516,7 @@ def bench_overhead(
 def bench_reference(
     scenarios: Annotated[str, typer.Option(help="Comma-separated scenarios.")] = "tiers-diurnal",
     seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "1,2,3",
-    json_file: Annotated[
-        Path | None, typer.Option("--json", help="Write the figures here.")
-    ] = None,
+    json_file: FiguresFile = None,
 ) -> None:
     """How much of the oracle's bound is reachable: allocations from the true job curves,
     re-solved every round and imposed at once, played through the simulated cluster."""
@@ -560,9 +560,7 @@ def bench_spark_contention(
     figure: Annotated[Path, typer.Option(help="Where the figure of the run goes (PNG).")] = Path(
         "docs/img/spark-contention.png"
     ),
-    pg_server: Annotated[
-        str, typer.Option(help="Postgres server for a throw-away registry database.")
-    ] = DEFAULT_PG_SERVER,
+    pg_server: ScratchServer = DEFAULT_PG_SERVER,
     short: Annotated[
         bool, typer.Option("--short", help="The end-to-end test's shorter timeline.")
     ] = False,
@@ -672,12 +670,8 @@ def bench_fuzz(
     examples: Annotated[
         int, typer.Option(min=1, help="Generated cases per operation (each sent by 3 callers).")
     ] = 500,
-    pg_server: Annotated[
-        str, typer.Option(help="Postgres server for a throw-away registry database.")
-    ] = DEFAULT_PG_SERVER,
-    json_file: Annotated[
-        Path | None, typer.Option("--json", help="Write the figures here.")
-    ] = None,
+    pg_server: ScratchServer = DEFAULT_PG_SERVER,
+    json_file: FiguresFile = None,
 ) -> None:
     """Fuzz every operation of the served OpenAPI document as the admin, a tenant and an agent,
     against a real `henge serve` on a scratch Postgres database: no server error and no answer
