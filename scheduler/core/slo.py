@@ -195,12 +195,18 @@ def utility(slo: SLO, priority: float, juice: float | None, latency_ms: float | 
     Hybrid SLOs average the two fractions (§2.9.2). Rounding keeps a met SLO at exactly
     ``priority`` so that "meets its SLO" can be an equality test.
     """
-    fractions: list[float] = []
+    # (Called for every count of every job's curve each round: no list, no generic sum.)
+    of_juice = of_latency = None
     if slo.juice is not None:
-        fractions.append(juice_fraction(slo, juice) if juice is not None else 0.0)
+        of_juice = juice_fraction(slo, juice) if juice is not None else 0.0
     if slo.latency_ms is not None:
-        fractions.append(latency_fraction(slo, latency_ms) if latency_ms is not None else 0.0)
-    fraction = sum(fractions) / len(fractions)
+        of_latency = latency_fraction(slo, latency_ms) if latency_ms is not None else 0.0
+    if of_juice is None:
+        if of_latency is None:
+            raise ValueError("an SLO needs a juice or a latency objective")
+        fraction = of_latency
+    else:
+        fraction = of_juice if of_latency is None else (of_juice + of_latency) / 2
     return priority * min(1.0, max(0.0, fraction))
 
 

@@ -179,12 +179,13 @@ def _same_window(a: MetricWindow, b: MetricWindow) -> bool:
 
 
 def windows_since(session: Session, job_ids: Sequence[str], since: datetime) -> list[MetricWindow]:
+    """The jobs' windows received after ``since``, each job's in the order of its windows."""
     if not job_ids:
         return []
     return list(
         session.scalars(
             select(MetricWindow)
-            .where(MetricWindow.job_id.in_(job_ids), MetricWindow.window_end > since)
+            .where(MetricWindow.job_id.in_(job_ids), MetricWindow.received_at > since)
             .order_by(MetricWindow.job_id, MetricWindow.window_end)
         )
     )

@@ -106,6 +106,8 @@ class MetricWindow(Base):
         UniqueConstraint("job_id", "window_start", "window_end"),
         Index("ix_metric_windows_job_end", "job_id", "window_end"),
         Index("ix_metric_windows_window_end", "window_end"),
+        # A round reads each job's recent windows by when they arrived (agents' clocks may be off).
+        Index("ix_metric_windows_job_received", "job_id", "received_at"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)

@@ -49,11 +49,14 @@ def job_view(
     window_s: float,
 ) -> JobView:
     slo = slo_from_mapping(job.slo)
-    metrics = (
-        window_metrics([r.report for r in reports], slo, job.priority, now, window_s)
-        if reports
-        else None
-    )
+    metrics = None
+    if reports:
+        # The windows are on the agent's clock, which may be off: the sliding window ends at
+        # ``now`` on that clock, by the offset its newest report arrived with.
+        newest = reports[-1]
+        agent_now = now - (newest.received_at - newest.report.window_end)
+        windows = [r.report for r in reports]
+        metrics = window_metrics(windows, slo, job.priority, agent_now, window_s)
     return JobView(
         job_id=job.job_id,
         name=job.name,

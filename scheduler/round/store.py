@@ -85,7 +85,8 @@ class RoundTx(Protocol):
     def reports_since(
         self, job_ids: Sequence[str], since: datetime
     ) -> Mapping[str, Sequence[ReportRecord]]:
-        """Each job's reports whose window ends after ``since``, oldest first."""
+        """Each job's reports received after ``since`` (the scheduler's clock: an agent's own
+        clock may be off), in the order of their windows."""
         ...
 
     def last_report_at(self, job_ids: Sequence[str]) -> Mapping[str, datetime]:

@@ -71,7 +71,7 @@ class MemoryRoundTx:
     ) -> Mapping[str, Sequence[ReportRecord]]:
         found: dict[str, list[ReportRecord]] = {}
         for job_id in job_ids:
-            recent = [r for r in self.store.reports[job_id] if r.report.window_end > since]
+            recent = [r for r in self.store.reports[job_id] if r.received_at > since]
             if recent:
                 found[job_id] = recent
         return found

@@ -196,3 +196,35 @@ def test_dry_run_records_the_plan_but_changes_no_target(
         assert len(admits) == 3  # the plan is recorded...
         targets = session.scalars(select(Job.target_executors)).all()
         assert set(targets) == {0}  # ...but nothing was applied
+
+
+@pytest.mark.parametrize("skew_s", [-300, 0, 300])
+def test_an_agent_clock_five_minutes_off_is_read_on_its_own_clock_and_judged_fresh(
+    api: TestClient, engine: Engine, clock: FixedClock, skew_s: int
+):
+    """Agents' windows are on their own clocks; the scheduler accepts them as long as each job's
+    windows move forward, judges freshness by when it received them, and reads each job's
+    sliding window on that job's clock."""
+    jobs = register(api)
+    loop = new_loop(engine, clock)
+    for _ in range(4):
+        clock.now += timedelta(seconds=ROUND_S)
+        for name, job in jobs.items():
+            target = api.get(f"/v1/jobs/{job['id']}", headers=ADMIN).json()["executors"]["target"]
+            agent_now = clock.now + timedelta(seconds=skew_s)
+            response = api.post(
+                f"/v1/jobs/{job['id']}/reports",
+                json=report(name, agent_now, target),
+                headers=bearer(job["agent_token"]),
+            )
+            assert response.status_code == 200, response.text
+        outcome = loop.run_round()
+        assert outcome is not None
+    assert not outcome.plan.frozen_jobs  # fresh: received just now, whatever the window says
+    with make_session_factory(engine)() as session:
+        last = session.scalar(select(Round).order_by(Round.number.desc()).limit(1))
+        assert last is not None
+        seen = {a.job_id: a.utility for a in session.scalars(
+            select(Allocation).where(Allocation.round_id == last.id))}  # fmt: skip
+    # The two juice jobs keep up: they earn their priority, measured whatever the skew.
+    assert seen[jobs["steady"]["id"]] == 20 and seen[jobs["small"]["id"]] == 10
