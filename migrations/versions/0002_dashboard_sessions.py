@@ -24,7 +24,7 @@ def upgrade() -> None:
         sa.Column("id_digest", sa.String(length=64), nullable=False),
         sa.Column("role", sa.String(length=16), nullable=False),
         sa.Column("tenant_id", sa.String(length=36), nullable=True),
-        sa.Column("token_digest", sa.String(length=64), nullable=False),
+        sa.Column("token_mark", sa.String(length=64), nullable=False),
         sa.Column("created_at", UTCDateTime(), nullable=False),
         sa.Column("expires_at", UTCDateTime(), nullable=False),
         sa.ForeignKeyConstraint(

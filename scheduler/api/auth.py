@@ -121,8 +121,9 @@ def principal(
 async def agent_credentials(
     credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme),
 ) -> HTTPAuthorizationCredentials | None:
-    """The bearer credentials of a route that checks an agent's token itself (the report route
-    authenticates and loads the job in one query); it answers like :func:`require_agent`."""
+    """The bearer credentials, unchecked, for a route that checks an agent's token in its own
+    handler (the report route authenticates and loads the job in one query). Using it promises
+    :func:`require_agent`'s answers; the authorization matrix holds every such route to them."""
     return credentials
 
 

@@ -22,7 +22,7 @@ from scheduler.bench.spark_contention import ContentionRun, ContentionSpec, Samp
 from scheduler.core.slo import SLO, utility
 from scheduler.sim.events import event_marks
 from scheduler.sim.runner import RunSettings, simulate
-from scheduler.sim.scenario import Scenario
+from scheduler.sim.scenario import Scenario, Spike
 from scheduler.sim.scenario_file import SCENARIO_DIR, load_scenario
 from scheduler.sim.types import ActionEvent
 from scheduler.sim.world import build_world
@@ -85,7 +85,8 @@ def by_latency(run: ContentionRun) -> ContentionRun:
 
 
 def check_scenario(scenario: Scenario, spec: ContentionSpec) -> None:
-    """Refuse a scenario that is not the real run's: other jobs, bounds, SLOs or inputs."""
+    """Refuse a scenario that is not the real run's: other jobs, bounds, SLOs, inputs, cluster or
+    timeline (the spike comes ``settle_s`` after the scheduler's start)."""
     problems: list[str] = []
     jobs = {j.name: j for j in scenario.jobs}
     if set(jobs) != {t.name for t in spec.tiers}:
@@ -99,8 +100,21 @@ def check_scenario(scenario: Scenario, spec: ContentionSpec) -> None:
             problems.append(f"{tier.name}: priority or executor bounds differ")
         if job.slo.get("latency_ms") != tier.latency_slo_ms:
             problems.append(f"{tier.name}: latency SLO differs")
-    if scenario.cluster.nodes[0].cores != spec.worker_cores or len(scenario.cluster.nodes) != 1:
+        if job.input.constant != tier.rate:
+            problems.append(f"{tier.name}: its input is not a constant {tier.rate:g} rows/s")
+    nodes = scenario.cluster.nodes
+    if len(nodes) != 1 or nodes[0].cores != spec.worker_cores:
         problems.append("the cluster is not one worker of the real run's cores")
+    spikes = [e for e in scenario.events if isinstance(e, Spike)]
+    wanted = (scenario.scheduler_start_s + spec.settle_s, spec.spike_s, (spec.top.name,))
+    top_factor = (spec.top.spike_rate or spec.top.rate) / spec.top.rate
+    if len(spikes) != 1 or (spikes[0].at_s, spikes[0].duration_s, spikes[0].jobs) != wanted:
+        problems.append("the spike is not the real run's (its job, start or length)")
+    elif abs(spikes[0].factor - top_factor) > 1e-9:
+        problems.append(f"the spike's factor is not {top_factor:g}")
+    end = scenario.scheduler_start_s + spec.settle_s + spec.spike_s + spec.after_s
+    if scenario.duration_s != end:
+        problems.append(f"the scenario does not end {spec.after_s:g} s after the spike")
     if problems:
         raise ValueError(f"{scenario.name} is not the real run's scenario: {'; '.join(problems)}")
 

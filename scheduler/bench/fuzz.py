@@ -64,6 +64,8 @@ def fuzz(url: str, tokens: Mapping[str, str], examples: int) -> FuzzResult:
             run()
         except (FailureGroup, Failure) as exc:  # reported per operation; the caller judges
             failures.append(f"{operation.label}: {exc}")
+        except Exception as exc:  # a dropped connection, no case to generate, ...
+            failures.append(f"{operation.label}: {type(exc).__name__}: {exc}")
     return FuzzResult(cases, tuple(failures))
 
 

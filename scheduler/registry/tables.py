@@ -48,8 +48,9 @@ class Tenant(Base):
 
 
 class DashboardSession(Base):
-    """A dashboard sign-in: the digest of the id its cookie carries, whose it is, and the digest
-    of the token it was opened with (a session whose token no longer holds is over)."""
+    """A dashboard sign-in: the digest of the id its cookie carries, whose it is, and a mark of
+    the token it was opened with (a session whose token no longer holds is over; see
+    :mod:`scheduler.web.sessions`)."""
 
     __tablename__ = "dashboard_sessions"
 
@@ -58,7 +59,7 @@ class DashboardSession(Base):
     tenant_id: Mapped[str | None] = mapped_column(
         ForeignKey("tenants.id", ondelete="CASCADE"), index=True, nullable=True
     )
-    token_digest: Mapped[str] = mapped_column(String(64))
+    token_mark: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 

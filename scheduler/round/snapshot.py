@@ -52,9 +52,10 @@ def job_view(
     metrics = None
     if reports:
         # The windows are on the agent's clock, which may be off: the sliding window ends at
-        # ``now`` on that clock, by the offset its newest report arrived with.
-        newest = reports[-1]
-        agent_now = now - (newest.received_at - newest.report.window_end)
+        # ``now`` on that clock. The offset is the smallest any recent report arrived with (a
+        # report delivered late, after an outage say, would count its delay as skew).
+        offset = min(r.received_at - r.report.window_end for r in reports)
+        agent_now = now - offset
         windows = [r.report for r in reports]
         metrics = window_metrics(windows, slo, job.priority, agent_now, window_s)
     return JobView(

@@ -1,14 +1,21 @@
 """Dashboard sessions: an opaque random id in the cookie, the session itself in the registry.
 
 The cookie never carries a token. The registry keeps only the id's SHA-256 digest, whose
-principal it is, and the digest of the token it was signed in with, so every replica of the
-service sees the same sessions. A session ends after ``ttl_s`` (absolute), at sign-out (on
-every replica at once), or when the token it was opened with no longer holds: a tenant whose
-token was replaced, or an admin token changed in the settings.
+principal it is, and a mark of the token it was signed in with, so every replica of the service
+sees the same sessions. A session ends after ``ttl_s`` (absolute), at sign-out (on every replica
+at once), or when the token it was opened with no longer holds: a tenant whose token was
+replaced, or an admin token changed in the settings.
+
+A tenant session's mark is the tenant's token digest, which the registry holds anyway. The
+admin's token is chosen by the operator and is never stored, not even as a digest a dump could
+be searched against: an admin session's mark is an HMAC of the session's id under a key
+stretched from the admin token with scrypt (once per process), so it can neither be forged
+without the token nor tested cheaply against guesses.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
 from collections.abc import Callable
@@ -23,8 +30,10 @@ from scheduler.clock import utc_now
 from scheduler.registry.tables import DashboardSession, Tenant
 
 DEFAULT_TTL_S = 8 * 3600.0
-MAX_SESSIONS = 10_000
-"""Sign-ins kept at once; past it the oldest end first (a flood of sign-ins stays bounded)."""
+MAX_SESSIONS = 100
+"""Sessions one principal (the admin, or one tenant) keeps at once; past it its oldest end first,
+so a flood of sign-ins stays bounded and never ends anyone else's sessions."""
+_ADMIN_SALT = b"henge dashboard admin sessions"
 
 
 class SessionStore:
@@ -36,7 +45,13 @@ class SessionStore:
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.ttl_s = ttl_s
-        self._admin_digest = hash_token(admin_token.get_secret_value()) if admin_token else None
+        self._admin_key = (
+            hashlib.scrypt(
+                admin_token.get_secret_value().encode(), salt=_ADMIN_SALT, n=2**14, r=8, p=1
+            )
+            if admin_token
+            else None
+        )
         self._max = max_sessions
         self._clock = clock
 
@@ -44,22 +59,31 @@ class SessionStore:
         """A new session for ``principal``, signed in with ``token``; returns its id (for the
         cookie only). Commits."""
         sid = secrets.token_urlsafe(32)
+        digest = hash_token(sid)
         now = self._clock()
         session.execute(delete(DashboardSession).where(DashboardSession.expires_at <= now))
-        kept = session.scalar(select(func.count()).select_from(DashboardSession)) or 0
+        same = (
+            DashboardSession.role == principal.role.value,
+            DashboardSession.tenant_id.is_(None)
+            if principal.tenant_id is None
+            else DashboardSession.tenant_id == principal.tenant_id,
+        )
+        kept = session.scalar(select(func.count()).where(*same)) or 0
         if kept >= self._max:
             oldest = (
                 select(DashboardSession.id_digest)
+                .where(*same)
                 .order_by(DashboardSession.created_at, DashboardSession.id_digest)
                 .limit(kept - self._max + 1)
             )
             session.execute(delete(DashboardSession).where(DashboardSession.id_digest.in_(oldest)))
+        mark = self._admin_mark(digest) if principal.role is Role.ADMIN else hash_token(token)
         session.add(
             DashboardSession(
-                id_digest=hash_token(sid),
+                id_digest=digest,
                 role=principal.role.value,
                 tenant_id=principal.tenant_id,
-                token_digest=hash_token(token),
+                token_mark=mark or "",
                 created_at=now,
                 expires_at=now + timedelta(seconds=self.ttl_s),
             )
@@ -81,10 +105,16 @@ class SessionStore:
         row, tenant_digest = found
         if row.expires_at <= self._clock():
             return None
-        current = self._admin_digest if row.role == Role.ADMIN.value else tenant_digest
-        if current is None or not hmac.compare_digest(current, row.token_digest):
+        current = self._admin_mark(row.id_digest) if row.role == Role.ADMIN.value else tenant_digest
+        if not current or not hmac.compare_digest(current, row.token_mark):
             return None
         return Principal(Role(row.role), tenant_id=row.tenant_id)
+
+    def _admin_mark(self, id_digest: str) -> str | None:
+        """An admin session's mark under the current admin token (``None`` without one)."""
+        if self._admin_key is None:
+            return None
+        return hmac.new(self._admin_key, id_digest.encode(), hashlib.sha256).hexdigest()
 
     def revoke(self, session: Session, sid: str | None) -> None:
         """End the session ``sid`` (everywhere). Commits."""

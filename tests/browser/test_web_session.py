@@ -151,15 +151,37 @@ def test_sessions_expire_and_store_no_token(db_session: Session) -> None:
     assert store.lookup(db_session, sid) is None and store.count(db_session) == 0
 
 
-def test_the_store_keeps_at_most_max_sessions(db_session: Session) -> None:
+def test_a_flood_of_sign_ins_ends_only_the_same_principals_oldest_sessions(
+    db_session: Session,
+) -> None:
     now = [T0]
     store = SessionStore(SecretStr(ADMIN_TOKEN), max_sessions=2, clock=lambda: now[0])
+    tenant = Principal(Role.TENANT, tenant_id=_tenant_row(db_session, "hgt_flood"))
+    admin = store.create(db_session, Principal(Role.ADMIN), ADMIN_TOKEN)
     sids = []
     for _ in range(3):
         now[0] += timedelta(seconds=1)
-        sids.append(store.create(db_session, Principal(Role.ADMIN), ADMIN_TOKEN))
-    assert store.count(db_session) == 2 and store.lookup(db_session, sids[0]) is None
-    assert store.lookup(db_session, sids[2]) == Principal(Role.ADMIN)
+        sids.append(store.create(db_session, tenant, "hgt_flood"))
+    assert store.count(db_session) == 3 and store.lookup(db_session, sids[0]) is None
+    assert store.lookup(db_session, sids[2]) == tenant
+    assert store.lookup(db_session, admin) == Principal(Role.ADMIN)  # another principal's
+
+
+def test_the_admin_token_is_not_stored_in_any_form_a_dump_could_be_searched_with(
+    db_session: Session,
+) -> None:
+    store = SessionStore(SecretStr(ADMIN_TOKEN), clock=lambda: T0)
+    sid = store.create(db_session, Principal(Role.ADMIN), ADMIN_TOKEN)
+    (row,) = db_session.scalars(select(DashboardSession)).all()
+    stored = str(vars(row))
+    assert ADMIN_TOKEN not in stored and hash_token(ADMIN_TOKEN) not in stored
+    # A row copied under another id is no session: its mark is bound to its own id.
+    db_session.add(DashboardSession(id_digest=hash_token("forged"), role="admin", tenant_id=None,
+                                    token_mark=row.token_mark, created_at=T0,
+                                    expires_at=row.expires_at))  # fmt: skip
+    db_session.flush()
+    assert store.lookup(db_session, "forged") is None
+    assert store.lookup(db_session, sid) == Principal(Role.ADMIN)
 
 
 def test_a_session_ends_when_the_token_it_was_opened_with_no_longer_holds(

@@ -3,7 +3,8 @@ against a real ``henge serve`` on Postgres. No answer may be a server error or b
 document's own response schema.
 
 Generation is derandomized (the same cases every run); ``FUZZ_EXAMPLES`` cases per operation
-and caller make over 1,000 in all. ``henge bench fuzz`` runs the same checks at a larger count.
+make over 1,000 in all, each sent by the three callers. ``henge bench fuzz`` runs the same
+checks at a larger count.
 """
 
 from __future__ import annotations

@@ -55,6 +55,16 @@ def test_a_scenario_of_another_run_is_refused() -> None:
         check_scenario(dataclasses.replace(scenario, jobs=(other, *scenario.jobs[1:])), LONG)
     with pytest.raises(ValueError, match="not the tiers"):
         check_scenario(dataclasses.replace(scenario, jobs=scenario.jobs[1:]), LONG)
+    (spike,) = scenario.events
+    later = dataclasses.replace(spike, at_s=spike.at_s + 60)
+    with pytest.raises(ValueError, match="the spike is not"):
+        check_scenario(dataclasses.replace(scenario, events=(later,)), LONG)
+    faster = dataclasses.replace(
+        scenario.jobs[1], input=dataclasses.replace(scenario.jobs[1].input, constant=200.0)
+    )
+    with pytest.raises(ValueError, match="input is not a constant"):
+        check_scenario(dataclasses.replace(scenario, jobs=(scenario.jobs[0], faster,
+                                                            *scenario.jobs[2:])), LONG)  # fmt: skip
 
 
 def test_the_simulated_run_moves_an_executor_down_the_tiers_and_back(
