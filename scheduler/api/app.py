@@ -12,10 +12,13 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scheduler.api.round_cache import RoundCache
 from scheduler.api.routes import health, jobs, reports, rounds, tenants
+from scheduler.api.routes.health import RETRY_AFTER_S
 from scheduler.clock import Clock, utc_now
 from scheduler.cluster.port import ClusterSource
 from scheduler.config import Settings
@@ -48,9 +51,28 @@ def create_app(
     for module in (health, tenants, jobs, reports, rounds):
         app.include_router(module.router)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    for unavailable in REGISTRY_UNAVAILABLE:
+        app.add_exception_handler(unavailable, _registry_unavailable)
     app.add_middleware(RequestLog)
     app.add_middleware(BodyLimit, max_bytes=settings.max_report_bytes)
     return app
+
+
+REGISTRY_UNAVAILABLE: tuple[type[Exception], ...] = (OperationalError, InterfaceError, PoolTimeout)
+"""What the database driver and pool raise while the registry cannot be reached."""
+
+
+async def _registry_unavailable(request: Request, exc: Exception) -> Response:
+    """The registry is down or unreachable: 503 at once, with when to try again, instead of a
+    500 (nothing was stored; the client may resend)."""
+    log.warning("registry.unavailable", path=request.url.path, error=type(exc).__name__)
+    if request.url.path.endswith("/reports"):
+        request.app.state.metrics.report_rejected("unavailable")
+    return JSONResponse(
+        {"detail": "the registry is unavailable; try again later"},
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+    )
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:

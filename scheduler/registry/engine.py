@@ -5,6 +5,8 @@ from __future__ import annotations
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+CONNECT_TIMEOUT_S = 3
+
 
 def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 30) -> Engine:
     """An engine for ``url``; SQLite gets foreign keys and WAL, Postgres a sized pool.
@@ -18,8 +20,15 @@ def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 30) -> Eng
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    # A registry that cannot be reached must fail a request within seconds (the API answers 503),
+    # not hang on a connection attempt until the operating system gives up.
     return create_engine(
-        url, pool_size=pool_size, max_overflow=max_overflow, pool_recycle=1800, pool_timeout=30
+        url,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_recycle=1800,
+        pool_timeout=30,
+        connect_args={"connect_timeout": CONNECT_TIMEOUT_S},
     )
 
 

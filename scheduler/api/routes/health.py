@@ -9,6 +9,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from scheduler.registry.migrate import current_revision, head_revision
 
+RETRY_AFTER_S = 5
+"""Seconds a client is told to wait while the registry cannot be reached."""
+
 router = APIRouter(tags=["health"])
 
 
@@ -26,6 +29,7 @@ def readyz(request: Request, response: Response) -> dict[str, str]:
         revision = current_revision(engine)
     except SQLAlchemyError as exc:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return {"status": "database unreachable", "error": type(exc).__name__}
     if revision != head_revision():
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
