@@ -176,7 +176,9 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                 200,
                 (pageload, wordcount),
             )
-            assert job(pageload_id)["executors"]["target"] == grown["target"]
+            # Spark holds what the scheduler set; a later round may already have grown it again
+            # (the agent learns a new target only with its next report).
+            assert job(pageload_id)["executors"]["target"] >= grown["target"]
             assert wordcount.status()["executors"] == 1
 
             met = wait_for(
