@@ -12,13 +12,11 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
-from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from scheduler.api.errors import REGISTRY_UNAVAILABLE, RETRY_AFTER_S
 from scheduler.api.round_cache import RoundCache
 from scheduler.api.routes import health, jobs, reports, rounds, tenants
-from scheduler.api.routes.health import RETRY_AFTER_S
 from scheduler.clock import Clock, utc_now
 from scheduler.cluster.port import ClusterSource
 from scheduler.config import Settings
@@ -56,10 +54,6 @@ def create_app(
     app.add_middleware(RequestLog)
     app.add_middleware(BodyLimit, max_bytes=settings.max_report_bytes)
     return app
-
-
-REGISTRY_UNAVAILABLE: tuple[type[Exception], ...] = (OperationalError, InterfaceError, PoolTimeout)
-"""What the database driver and pool raise while the registry cannot be reached."""
 
 
 async def _registry_unavailable(request: Request, exc: Exception) -> Response:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from fastapi import HTTPException, status
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from scheduler.core.slo import SLOError
 from scheduler.registry.repository import (
@@ -11,6 +13,11 @@ from scheduler.registry.repository import (
     OutOfOrderError,
     RegistryError,
 )
+
+RETRY_AFTER_S = 5
+"""Seconds a client is told to wait while the registry cannot be reached."""
+REGISTRY_UNAVAILABLE: tuple[type[Exception], ...] = (OperationalError, InterfaceError, PoolTimeout)
+"""What the database driver and pool raise while the registry cannot be reached (503)."""
 
 
 def field_error(code: int, loc: list[str], message: str) -> HTTPException:

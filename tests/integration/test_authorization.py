@@ -76,9 +76,9 @@ def _guard(dependant: Any) -> str | None:
     return None
 
 
-def _served_routes(*, api: bool = True) -> list[Served]:
-    """The API routes (or with ``api=False`` the dashboard's pages) of the app as the service
-    builds it (no database is touched)."""
+def _served_routes() -> list[tuple[Served, bool]]:
+    """Every route of the app as the service builds it, and whether it is in the API's schema
+    (the dashboard's pages are not); no database is touched."""
     settings = Settings(database_url="sqlite://", admin_token="matrix-admin-token-0123")
     app = create_app(settings, make_engine("sqlite://"), StaticCluster(1, 1, 1024))
     mount_dashboard(app)
@@ -89,15 +89,15 @@ def _served_routes(*, api: bool = True) -> list[Served]:
     except ImportError:
         routes = list(app.routes)
     return [
-        Served(method, route.path, _guard(route.dependant))
+        (Served(method, route.path, _guard(route.dependant)), bool(route.include_in_schema))
         for route in routes
         if isinstance(getattr(route, "original_route", route), APIRoute)
-        and route.include_in_schema is api
         for method in sorted(route.methods - {"HEAD", "OPTIONS"})
     ]
 
 
-ROUTES = _served_routes()
+SERVED = _served_routes()
+ROUTES = [r for r, in_api in SERVED if in_api]
 CASES = [(r.method, r.path) for r in ROUTES]
 GUARD_OF = {(r.method, r.path): r.guard for r in ROUTES}
 
@@ -242,7 +242,7 @@ without the API's header): everyone else is sent to sign in. ``ANYONE`` pages an
 caller alike: the bare prefix redirects, a sign-in without a token is refused, a sign-out
 always ends at the sign-in page."""
 
-PAGE_CASES = [(r.method, r.path) for r in _served_routes(api=False)]
+PAGE_CASES = [(r.method, r.path) for r, in_api in SERVED if not in_api]
 
 
 def test_every_page_is_in_the_matrix() -> None:

@@ -7,10 +7,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from scheduler.api.errors import RETRY_AFTER_S
 from scheduler.registry.migrate import current_revision, head_revision
-
-RETRY_AFTER_S = 5
-"""Seconds a client is told to wait while the registry cannot be reached."""
 
 router = APIRouter(tags=["health"])
 
