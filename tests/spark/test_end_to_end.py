@@ -68,6 +68,27 @@ def _token_env(job: dict[str, Any]) -> dict[str, str]:
     return {"HENGE_AGENT_TOKEN": job["agent_token"]}
 
 
+def _assert_at_schedulers_target(
+    http: httpx.Client, admin: dict[str, str], as_tenant: dict[str, str], app: App, job_id: str
+) -> None:
+    """The app holds what the scheduler gives it. For the job that is not congested that is
+    usually its 1 executor, but henge-paper may grow it too when its batches, on this busy 2-core
+    machine, miss their objective; then a round says so."""
+
+    def target() -> int:
+        return int(http.get(f"/v1/jobs/{job_id}", headers=as_tenant).json()["executors"]["target"])
+
+    wait_for(
+        f"{app.name} at the scheduler's target for it",
+        lambda: app.status().get("executors") == target(),
+        60,
+        (app,),
+    )
+    if target() != 1:
+        rounds = http.get("/v1/rounds", params={"limit": 500}, headers=admin).json()
+        assert any(a["job_id"] == job_id for r in rounds for a in r["actions"]), rounds[:5]
+
+
 def test_the_scheduler_resizes_a_congested_job_through_the_agent(
     spark_cluster: LocalCluster, fresh_pg_url: str, tmp_path: Path, driver_python: Path
 ) -> None:
@@ -179,7 +200,7 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
             # Spark holds what the scheduler set; a later round may already have grown it again
             # (the agent learns a new target only with its next report).
             assert job(pageload_id)["executors"]["target"] >= grown["target"]
-            assert wordcount.status()["executors"] == 1
+            _assert_at_schedulers_target(http, admin, as_tenant, wordcount, jobs["wordcount"]["id"])
 
             met = wait_for(
                 "pageload to meet its latency SLO",
