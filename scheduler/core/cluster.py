@@ -142,7 +142,7 @@ class Room:
             return 0
         nodes, size = self._nodes, (cores, memory_mb)
         first = self._first.get(size, 0)
-        while first < len(nodes) and _fitting(nodes[first][0], nodes[first][1], *size) < 1:
+        while first < len(nodes) and not _holds_one(nodes[first], cores, memory_mb):
             first += 1
         self._first[size] = first
         placed = 0
@@ -161,6 +161,14 @@ class Room:
         self._released[0] -= pooled * cores
         self._released[1] -= pooled * memory_mb
         return placed + pooled
+
+
+def _holds_one(room: list[float], cores: float, memory_mb: float) -> bool:
+    """``_fitting(room…, cores, memory_mb) >= 1``, without the counting (the scan for a size's
+    first fitting node asks it of every full node)."""
+    if cores > 0 and room[0] / cores + _EPS < 1:
+        return False
+    return memory_mb <= 0 or room[1] / memory_mb + _EPS >= 1
 
 
 def _fitting(room_cores: float, room_memory: float, cores: float, memory_mb: float) -> int:

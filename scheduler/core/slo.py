@@ -158,10 +158,12 @@ def juice_fraction(slo: SLO, juice: float) -> float:
     """Fraction of the priority earned by ``juice`` (clamped to [0, 1] first)."""
     assert slo.juice is not None
     threshold = slo.juice
-    value = min(max(juice, 0.0), 1.0)
+    # (conditionals rather than min/max: this runs for every point of every job's curve)
+    value = 0.0 if juice < 0.0 else 1.0 if juice > 1.0 else juice
     shape = slo.shape
     if shape.kind is Shape.KNEE:
-        return min(1.0, value / threshold)
+        knee = value / threshold
+        return knee if knee < 1.0 else 1.0
     if shape.kind is Shape.STEP:
         return 1.0 if value >= threshold else shape.step_low
     if shape.kind is Shape.LINEAR:
@@ -207,7 +209,7 @@ def utility(slo: SLO, priority: float, juice: float | None, latency_ms: float | 
         fraction = of_latency
     else:
         fraction = of_juice if of_latency is None else (of_juice + of_latency) / 2
-    return priority * min(1.0, max(0.0, fraction))
+    return priority * (fraction if 0.0 < fraction < 1.0 else 1.0 if fraction >= 1.0 else 0.0)
 
 
 def meets_slo(utility_value: float, priority: float) -> bool:

@@ -121,12 +121,12 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
             trigger = m.trigger_interval_s if paced else 0.0
     if previous is None:
         return JobModel(cost, overhead, trigger, 1, stamp)
-    return JobModel(
-        row_cost_s=previous.row_cost_s + alpha * (cost - previous.row_cost_s),
-        overhead_s=_blend(previous.overhead_s, overhead, alpha),
-        trigger_s=_blend(previous.trigger_s, trigger, alpha),
-        windows=previous.windows + 1,
-        last_report=stamp,
+    return JobModel(  # (positional: a round folds in a window of every job)
+        previous.row_cost_s + alpha * (cost - previous.row_cost_s),
+        _blend(previous.overhead_s, overhead, alpha),
+        _blend(previous.trigger_s, trigger, alpha),
+        previous.windows + 1,
+        stamp,
     )
 
 

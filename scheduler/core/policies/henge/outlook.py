@@ -99,10 +99,13 @@ def utility_curve(
     low = job.min_executors
     high = min(ceiling, need) if need is not None else ceiling
     span = max(0, high - low)
-    counts = sorted({low + round(span * i / grid) for i in range(grid + 1)})
+    counts: list[int] = []
+    for i in range(grid + 1):
+        count = low + round(span * i / grid)
+        if not counts or count != counts[-1]:  # the counts never fall: a repeat is the last one
+            counts.append(count)
     met = need if need is not None else high + 1
     below = [n for n in counts if n < met]
-    values = predicted_utilities(model, job, below, rate) + [job.priority] * (
-        len(counts) - len(below)
-    )
+    values = predicted_utilities(model, job, below, rate)
+    values += [job.priority] * (len(counts) - len(below))
     return list(zip(counts, values, strict=True))

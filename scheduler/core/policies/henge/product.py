@@ -426,14 +426,13 @@ class ProductRound:
             return None
         steps = move_toward(targets, self.jobs, self.snapshot.cluster)
         values = {o.job.job_id: o for o in offers}
-        helped = [
-            s
-            for s in steps
-            if s.target > s.job.executors
+        helped = any(
+            s.target > s.job.executors
             and values[s.job.job_id].value_at(s.target)
             - values[s.job.job_id].value_at(s.job.executors)
             >= self.s.min_gain * s.job.priority
-        ]
+            for s in steps
+        )
         if not helped:
             self.notes.append(self.unhelped())
             return None
