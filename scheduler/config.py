@@ -123,7 +123,10 @@ class Settings(BaseSettings):
     )
 
     retention_days: float = Field(
-        30.0, gt=0, description="Metric windows older than this are purged."
+        30.0, gt=0, description="Metric windows and rounds older than this are purged."
+    )
+    purge_interval_s: float = Field(
+        3600.0, gt=0, description="Seconds between two retention purges."
     )
     max_report_bytes: int = Field(
         256 * 1024, ge=1024, description="Largest report body accepted, in bytes."

@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("henge.service")
 
-PURGE_INTERVAL_S = 3600
-
 
 class SchemaBehindError(RuntimeError):
     pass
@@ -126,16 +124,20 @@ class Service:
     leadership: Leadership
 
     def purge(self) -> int:
+        """Delete metric windows and rounds (with their actions and allocations) older than
+        the retention; returns how many windows went."""
+        cutoff = repo.retention_cutoff(utc_now(), self.settings.retention_days)
         with make_session_factory(self.engine)() as session, session.begin():
-            removed = repo.purge_windows(
-                session, repo.retention_cutoff(utc_now(), self.settings.retention_days)
-            )
-        log.info("retention.purged", windows=removed, days=self.settings.retention_days)
-        return removed
+            windows = repo.purge_windows(session, cutoff)
+            rounds = repo.purge_rounds(session, cutoff)
+        log.info(
+            "retention.purged", windows=windows, rounds=rounds, days=self.settings.retention_days
+        )
+        return windows
 
     def start_background(self) -> BackgroundScheduler:
         """Rounds every ``round_interval_s`` (one at a time, late runs coalesced) and the
-        hourly retention purge."""
+        retention purge every ``purge_interval_s``."""
         scheduler = BackgroundScheduler(timezone="UTC")
         if self.settings.scheduler_enabled:
             scheduler.add_job(
@@ -150,7 +152,7 @@ class Service:
         scheduler.add_job(
             self.purge,
             "interval",
-            seconds=PURGE_INTERVAL_S,
+            seconds=self.settings.purge_interval_s,
             id="purge",
             max_instances=1,
             coalesce=True,

@@ -23,7 +23,7 @@ from henge_agent.estimator import latency_ms
 from henge_agent.progress import Drained, ProgressBook
 from henge_agent.settings import DEFAULT_MAX_BACKOFF_S, DEFAULT_SUB_WINDOW_S
 from henge_agent.spark_control import SparkControl
-from henge_agent.transport import Answer, ReportClient, ReportError
+from henge_agent.transport import MAX_BATCH, Answer, BatchAnswer, ReportClient, ReportError
 
 log = logging.getLogger("henge.agent")
 
@@ -99,6 +99,8 @@ class Agent:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pending: deque[dict[str, Any]] = deque()
+        self._batches = True
+        """Whether the scheduler takes several windows in one request (an older one does not)."""
         self._failures = 0
         self._next_attempt = 0.0
         self._task_time: dict[str, float] = {}
@@ -175,21 +177,14 @@ class Agent:
         """Send the queued reports, oldest first; apply the newest answer's target."""
         started = time.thread_time()
         now = self.clock() if now is None else now
-        answer: Answer | None = None
+        answer: Answer | BatchAnswer | None = None
         try:
             while self._pending:
                 try:
-                    answer = self.client.post(self._pending[0])
+                    answer = self._deliver() or answer
                 except ReportError as exc:
-                    if exc.retry:
-                        self._failed(exc, now)
-                        return
-                    log.warning("henge agent: report refused (%s); dropping it", exc)
-                    self.stats.reports_dropped += 1
-                    self._pending.popleft()
-                    continue
-                self._pending.popleft()
-                self.stats.reports_sent += 1
+                    self._failed(exc, now)
+                    return
             if self._failures:
                 log.info(
                     "henge agent: scheduler reachable again after %d failure(s)", self._failures
@@ -203,6 +198,44 @@ class Agent:
                 self.apply_target(answer.target_executors)
             if count_cpu:
                 self.stats.report_cpu_s += time.thread_time() - started
+
+    def _deliver(self) -> Answer | BatchAnswer | None:
+        """Send the oldest queued windows, several in one batch when there are several, and
+        drop those the scheduler refuses; raises :class:`ReportError` when worth retrying."""
+        route_missing = False
+        if len(self._pending) > 1 and self._batches:
+            try:
+                batch = self.client.post_batch(list(self._pending))
+            except ReportError as exc:
+                # An older scheduler without the batch route (404, 405) or a batch refused as a
+                # whole (413, 422): one window at a time tells which are at fault.
+                if exc.retry and exc.status not in (404, 405):
+                    raise
+                route_missing = exc.status in (404, 405)
+            else:
+                delivered = min(len(self._pending), MAX_BATCH)
+                for _ in range(delivered):
+                    self._pending.popleft()
+                for why in batch.refused:
+                    log.warning("henge agent: report refused (%s); dropping it", why)
+                self.stats.reports_sent += delivered - len(batch.refused)
+                self.stats.reports_dropped += len(batch.refused)
+                return batch
+        try:
+            answer = self.client.post(self._pending[0])
+        except ReportError as exc:
+            if exc.retry:
+                raise
+            log.warning("henge agent: report refused (%s); dropping it", exc)
+            self.stats.reports_dropped += 1
+            self._pending.popleft()
+            return None
+        if route_missing:  # the job is known, so it is the route that is: stop asking for it
+            log.info("henge agent: the scheduler has no batch route; sending one window at a time")
+            self._batches = False
+        self._pending.popleft()
+        self.stats.reports_sent += 1
+        return answer
 
     def _failed(self, exc: ReportError, now: float) -> None:
         self._failures += 1

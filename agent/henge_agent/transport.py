@@ -1,4 +1,6 @@
-"""Posting reports to the scheduler (``POST /v1/jobs/{id}/reports``), standard library only."""
+"""Posting reports to the scheduler, standard library only: one window to
+``POST /v1/jobs/{id}/reports``, several (what could not be delivered earlier) to
+``POST /v1/jobs/{id}/reports/batch``."""
 
 from __future__ import annotations
 
@@ -15,11 +17,23 @@ from henge_agent.settings import DEFAULT_TIMEOUT_S
 USER_AGENT = "henge-agent/1"
 
 
+MAX_BATCH = 100
+"""Windows the scheduler takes in one batch."""
+
+
 @dataclass(frozen=True)
 class Answer:
     target_executors: int
     round: int
     duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class BatchAnswer:
+    target_executors: int
+    round: int
+    refused: tuple[str, ...]
+    """Why each refused window was refused (the others were stored or were already)."""
 
 
 class ReportError(Exception):
@@ -38,6 +52,7 @@ class ReportClient:
     ) -> None:
         base = url.rstrip("/")
         self.endpoint = f"{base}/v1/jobs/{urllib.parse.quote(job_id, safe='')}/reports"
+        self.batch_endpoint = f"{self.endpoint}/batch"
         self._headers = {
             "Authorization": f"Bearer {token}",
             "Content-Type": "application/json",
@@ -47,10 +62,33 @@ class ReportClient:
         self.timeout_s = timeout_s
 
     def post(self, report: dict[str, Any]) -> Answer:
-        body = json.dumps(report, allow_nan=False, separators=(",", ":")).encode()
-        request = urllib.request.Request(
-            self.endpoint, data=body, headers=self._headers, method="POST"
-        )
+        data = self._send(self.endpoint, report)
+        try:
+            return Answer(
+                target_executors=int(data["target_executors"]),
+                round=int(data.get("round") or 0),
+                duplicate=bool(data.get("duplicate", False)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReportError(f"unexpected answer {data!r:.200}: {exc}", retry=True) from None
+
+    def post_batch(self, reports: list[dict[str, Any]]) -> BatchAnswer:
+        """Post up to :data:`MAX_BATCH` windows, oldest first, in one request."""
+        data = self._send(self.batch_endpoint, {"reports": reports[:MAX_BATCH]})
+        try:
+            results = list(data["results"])
+            if len(results) != len(reports[:MAX_BATCH]):
+                raise ValueError("one result per window expected")
+            refused = tuple(
+                json.dumps(r.get("detail"))[:300] for r in results if r["status"] == "rejected"
+            )
+            return BatchAnswer(int(data["target_executors"]), int(data.get("round") or 0), refused)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ReportError(f"unexpected answer {data!r:.200}: {exc}", retry=True) from None
+
+    def _send(self, url: str, document: dict[str, Any]) -> Any:
+        body = json.dumps(document, allow_nan=False, separators=(",", ":")).encode()
+        request = urllib.request.Request(url, data=body, headers=self._headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 data = json.loads(response.read().decode())
@@ -69,14 +107,7 @@ class ReportClient:
             raise ReportError(f"broken answer: {exc!r}", retry=True) from None
         except ValueError as exc:
             raise ReportError(f"answer is not JSON: {exc}", retry=True) from None
-        try:
-            return Answer(
-                target_executors=int(data["target_executors"]),
-                round=int(data.get("round") or 0),
-                duplicate=bool(data.get("duplicate", False)),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ReportError(f"unexpected answer {data!r:.200}: {exc}", retry=True) from None
+        return data
 
 
 def _detail(exc: urllib.error.HTTPError) -> str:

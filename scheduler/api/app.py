@@ -60,7 +60,7 @@ async def _registry_unavailable(request: Request, exc: Exception) -> Response:
     """The registry is down or unreachable: 503 at once, with when to try again, instead of a
     500 (nothing was stored; the client may resend)."""
     log.warning("registry.unavailable", path=request.url.path, error=type(exc).__name__)
-    if request.url.path.endswith("/reports"):
+    if _reports_path(request.url.path):
         request.app.state.metrics.report_rejected("unavailable")
     return JSONResponse(
         {"detail": "the registry is unavailable; try again later"},
@@ -72,7 +72,7 @@ async def _registry_unavailable(request: Request, exc: Exception) -> Response:
 async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = jsonable_encoder(exc.errors(), exclude={"input", "ctx", "url"})
-    if request.url.path.endswith("/reports"):
+    if _reports_path(request.url.path):
         request.app.state.metrics.report_rejected("invalid")
     log.info(
         "request.invalid",
@@ -157,13 +157,18 @@ class BodyLimit:
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = scope.get("app")
-        if app is not None and str(scope.get("path", "")).endswith("/reports"):
+        if app is not None and _reports_path(str(scope.get("path", ""))):
             app.state.metrics.report_rejected("too_large")
         response = JSONResponse(
             {"detail": f"request body larger than {self.max_bytes} bytes"},
             status_code=status.HTTP_413_CONTENT_TOO_LARGE,
         )
         await response(scope, receive, send)
+
+
+def _reports_path(path: str) -> bool:
+    """Whether ``path`` is an agent's report route (counted in the report metrics)."""
+    return path.endswith(("/reports", "/reports/batch"))
 
 
 class _TooLarge(Exception):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import HTTPException, status
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -10,7 +12,6 @@ from scheduler.core.slo import SLOError
 from scheduler.registry.repository import (
     ConflictError,
     NotFoundError,
-    OutOfOrderError,
     RegistryError,
 )
 
@@ -20,7 +21,7 @@ REGISTRY_UNAVAILABLE: tuple[type[Exception], ...] = (OperationalError, Interface
 """What the database driver and pool raise while the registry cannot be reached (503)."""
 
 
-def field_error(code: int, loc: list[str], message: str) -> HTTPException:
+def field_error(code: int, loc: Sequence[str | int], message: str) -> HTTPException:
     """An error naming the field, shaped like FastAPI's validation errors."""
     return HTTPException(code, [{"loc": ["body", *loc], "msg": message, "type": "value_error"}])
 
@@ -35,7 +36,6 @@ def from_registry_error(error: RegistryError) -> HTTPException:
     code = {
         NotFoundError: status.HTTP_404_NOT_FOUND,
         ConflictError: status.HTTP_409_CONFLICT,
-        OutOfOrderError: status.HTTP_409_CONFLICT,
     }.get(type(error), status.HTTP_400_BAD_REQUEST)
     if error.field is None:
         return HTTPException(code, error.message)

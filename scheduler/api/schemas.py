@@ -28,7 +28,8 @@ Actuator = Literal["agent", "spark-operator", "dry-run", "simulated"]
 
 
 class Strict(BaseModel):
-    """Bodies people write: unknown fields are errors, NaN and infinity are refused."""
+    """Bodies people and agents write: an unknown field, NaN or infinity is refused (422 naming
+    it), so that a misspelt or misplaced field never passes as an absent one."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -144,20 +145,14 @@ class JobCreated(JobOut):
 # ---- reports ---------------------------------------------------------------------------------
 
 
-class Lenient(BaseModel):
-    """Agent reports: fields a newer agent adds are ignored, but NaN and infinity are refused."""
-
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
-
-
-class SourceIn(Lenient):
+class SourceIn(Strict):
     name: str = Field(min_length=1, max_length=200)
     arrived_rows: Count | None = None
     processed_rows: Count
     backlog_rows: Count | None = None
 
 
-class BatchIn(Lenient):
+class BatchIn(Strict):
     start: datetime
     end: datetime
     rows: Count
@@ -172,20 +167,27 @@ class BatchIn(Lenient):
         return value
 
 
-class LatencyIn(Lenient):
+class LatencyIn(Strict):
     mean: Millis | None = None
     p95: Millis | None = None
     p99: Millis | None = None
 
 
-class EdgeIn(Lenient):
+class EdgeIn(Strict):
     parent: str = Field(min_length=1, max_length=200)
     child: str = Field(min_length=1, max_length=200)
     sent: Count
     executed: Count
 
 
-class ReportIn(Lenient):
+class StateIn(Strict):
+    """What the queries' state operators hold (reported by the agent; not used yet)."""
+
+    rows: Count | None = None
+    memory_bytes: Count | None = None
+
+
+class ReportIn(Strict):
     window_start: datetime
     window_end: datetime
     executors: int = Field(ge=0, le=100_000)
@@ -196,6 +198,7 @@ class ReportIn(Lenient):
     batches: list[BatchIn] | None = Field(None, max_length=10_000)
     latency_ms: LatencyIn | None = None
     edges: list[EdgeIn] | None = Field(None, max_length=10_000)
+    state: StateIn | None = None
 
     @field_validator("window_start", "window_end")
     @classmethod
@@ -217,6 +220,36 @@ class ReportAck(BaseModel):
     target_executors: int
     round: int
     duplicate: bool = False
+
+
+MAX_BATCH_WINDOWS = 100
+"""Windows one batch may carry (the whole request must also fit in ``max_report_bytes``)."""
+
+
+class ReportBatchIn(Strict):
+    reports: list[dict[str, Any]] = Field(
+        min_length=1,
+        max_length=MAX_BATCH_WINDOWS,
+        description="Windows, oldest first, each one a report as `POST /v1/jobs/{id}/reports` "
+        "takes it (`ReportIn`). Each is validated and stored on its own: a window refused does "
+        "not stop the others.",
+        json_schema_extra={"items": {"$ref": "#/components/schemas/ReportIn"}},
+    )
+
+
+class WindowResult(BaseModel):
+    status: Literal["stored", "duplicate", "rejected"] = Field(
+        description="`stored`; `duplicate` (already stored: acknowledged, nothing new); "
+        "`rejected` (never stored: invalid, or older than a stored window; do not resend)."
+    )
+    window_end: datetime | None = Field(None, description="The window's end, when it is valid.")
+    detail: Any = Field(None, description="Why it was rejected, in FastAPI's error format.")
+
+
+class ReportBatchAck(BaseModel):
+    target_executors: int
+    round: int
+    results: list[WindowResult] = Field(description="One per window, in the request's order.")
 
 
 # ---- history, rounds, cluster ----------------------------------------------------------------

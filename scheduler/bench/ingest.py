@@ -2,8 +2,10 @@
 
 Creates a tenant and one job per simulated agent through the API, then runs the agents
 concurrently on loopback (asyncio + httpx): each posts consecutive 10-second windows of
-realistic report bodies to ``/v1/jobs/{id}/reports`` as fast as the server answers. The goal
-(DESIGN §8) is at least 1,000 reports/s with p99 latency under 100 ms.
+realistic report bodies as fast as the server answers, ``batch`` windows per request to
+``/v1/jobs/{id}/reports/batch`` (the path agents take for what they have queued), or one per
+request to ``/v1/jobs/{id}/reports`` with ``batch`` 1. The goal (DESIGN §8) is at least 1,000
+reports (windows) per second with p99 request latency under 100 ms.
 """
 
 from __future__ import annotations
@@ -24,12 +26,21 @@ from typing import Any
 import httpx
 from rich.markup import escape
 
+from scheduler.api.schemas import MAX_BATCH_WINDOWS
 from scheduler.api_client import ClientError, describe_error
 from scheduler.config import ClientSettings
 
 GOAL_REPORTS_PER_S = 1000.0
 GOAL_P99_MS = 100.0
 SUB_WINDOW_S = 10
+ROUND_INTERVAL_S = 10.0
+"""Seconds between rounds of a server the bench starts (the default setting)."""
+_EARLY = 0.05
+"""A round starting up to this fraction of an interval before its slot counts as on time."""
+GOAL_ROUND_DELAY_S = 1.0
+DEFAULT_BATCH = 10
+"""Windows per request by default: what an agent sends after it could not deliver for a while
+(the single-report route, ``--batch 1``, is what an agent sends every sub-window)."""
 
 
 @dataclass
@@ -37,7 +48,12 @@ class IngestResult:
     url: str
     agents: int
     seconds: float
+    batch: int
+    """Windows per request (1: the single-report route)."""
+    offered_per_s: float | None
+    """Windows per second the agents were set to send (``None``: as fast as answered)."""
     reports: int
+    """Windows the server acknowledged in the measured time."""
     errors: int
     reports_per_s: float
     p50_ms: float
@@ -46,15 +62,24 @@ class IngestResult:
     max_ms: float
     duplicates: int = 0
     client_cpu_fraction: float = 0.0
+    measured_from: str = ""
+    """When the measured part began (UTC, ISO-8601)."""
+    round_delay_p99_s: float | None = None
+    """How late the scheduler's rounds started during the measured part (p99, seconds), when
+    the bench started the server and so knows their interval."""
+    rounds: int = 0
+    rounds_skipped: int = 0
     error_samples: list[str] = field(default_factory=list)
     server: dict[str, Any] = field(default_factory=dict)
 
     @property
     def goal_met(self) -> bool:
+        late = self.round_delay_p99_s is not None and self.round_delay_p99_s >= GOAL_ROUND_DELAY_S
         return (
             self.errors == 0
             and self.reports_per_s >= GOAL_REPORTS_PER_S
             and self.p99_ms < GOAL_P99_MS
+            and not late
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,9 +101,10 @@ class SimulatedJob:
     two to five micro-batches per window, latencies that follow the backlog, a 3-operator graph.
     """
 
-    def __init__(self, rng: random.Random, start: datetime) -> None:
+    def __init__(self, rng: random.Random, start: datetime, window_s: float = SUB_WINDOW_S) -> None:
         self.rng = rng
         self.window_start = start
+        self.window_s = window_s
         self.executors = rng.randint(2, 12)
         self.cores = rng.choice((1, 1, 2, 4))
         self.base_rate = rng.uniform(500, 20_000)  # rows/s
@@ -89,21 +115,21 @@ class SimulatedJob:
     def next_report(self) -> dict[str, Any]:
         rng = self.rng
         start = self.window_start
-        end = start + timedelta(seconds=SUB_WINDOW_S)
+        end = start + timedelta(seconds=self.window_s)
         self.window_start = end
         if rng.random() < 0.02:  # the tenant's traffic moves now and then; executors follow
             self.base_rate *= rng.uniform(0.7, 1.4)
             self.executors = max(1, self.executors + rng.choice((-1, 1)))
-        arrived = max(0.0, rng.gauss(self.base_rate, self.base_rate * 0.1)) * SUB_WINDOW_S
-        capacity = self.executors * self.cores * self.per_core_rate * SUB_WINDOW_S
+        arrived = max(0.0, rng.gauss(self.base_rate, self.base_rate * 0.1)) * self.window_s
+        capacity = self.executors * self.cores * self.per_core_rate * self.window_s
         processed = min(arrived + self.backlog, capacity * rng.uniform(0.85, 1.0))
         self.backlog = max(0.0, self.backlog + arrived - processed)
         busy = min(1.0, processed / capacity if capacity else 0.0) * rng.uniform(0.8, 1.0)
         slots = self.executors * self.cores
 
         n_batches = rng.randint(2, 5)
-        bounds = sorted(rng.uniform(0, SUB_WINDOW_S) for _ in range(n_batches - 1))
-        edges = [0.0, *bounds, float(SUB_WINDOW_S)]
+        bounds = sorted(rng.uniform(0, self.window_s) for _ in range(n_batches - 1))
+        edges = [0.0, *bounds, self.window_s]
         batches = []
         left = processed
         for i in range(n_batches):
@@ -120,7 +146,7 @@ class SimulatedJob:
                     "backlog_at_start": round(self.backlog * rng.uniform(0.5, 1.5)),
                 }
             )
-        mean_latency = 200 + 1000 * SUB_WINDOW_S * self.backlog / max(capacity, 1.0)
+        mean_latency = 200 + 1000 * self.window_s * self.backlog / max(capacity, 1.0)
         mean_latency *= rng.uniform(0.8, 1.2)
         shares = [rng.uniform(0.3, 1.0) for _ in self.sources]
         total_share = sum(shares)
@@ -139,7 +165,7 @@ class SimulatedJob:
             "window_end": _iso(end),
             "executors": self.executors,
             "cores_per_executor": self.cores,
-            "busy_core_ms": round(busy * slots * SUB_WINDOW_S * 1000),
+            "busy_core_ms": round(busy * slots * self.window_s * 1000),
             "max_parallelism": slots * rng.choice((2, 4)),
             "sources": sources,
             "batches": batches,
@@ -199,11 +225,21 @@ def _check(response: httpx.Response, what: str) -> Any:
     return response.json()
 
 
-def setup_agents(url: str, admin_token: str, agents: int, seed: int) -> list[_Agent]:
-    """A new tenant with ``agents`` jobs, registered through the API."""
+def setup_agents(
+    url: str,
+    admin_token: str,
+    agents: int,
+    seed: int,
+    *,
+    start: datetime | None = None,
+    window_s: float = SUB_WINDOW_S,
+) -> list[_Agent]:
+    """A new tenant with ``agents`` jobs, registered through the API, whose windows of
+    ``window_s`` begin at ``start`` (default: a day back, so that windows posted as fast as
+    answered stay in the past for hours)."""
     rng = random.Random(seed)
-    # Start the windows a day back, so they stay in the past for hours of windows.
-    start = (datetime.now(UTC) - timedelta(days=1)).replace(microsecond=0)
+    if start is None:
+        start = (datetime.now(UTC) - timedelta(days=1)).replace(microsecond=0)
     with httpx.Client(base_url=url, timeout=30) as http:
         try:
             tenant = _check(
@@ -225,15 +261,20 @@ def setup_agents(url: str, admin_token: str, agents: int, seed: int) -> list[_Ag
             )
             made.append(
                 _Agent(
-                    job["id"], job["agent_token"], SimulatedJob(random.Random(rng.random()), start)
+                    job["id"],
+                    job["agent_token"],
+                    SimulatedJob(random.Random(rng.random()), start, window_s),
                 )
             )
     return made
 
 
 @dataclass
-class _Tally:
+class Tally:
     latencies_ms: list[float] = field(default_factory=list)
+    """One per measured request."""
+    windows: int = 0
+    """Windows acknowledged (stored or duplicate) in the measured requests."""
     errors: int = 0
     duplicates: int = 0
     samples: list[str] = field(default_factory=list)
@@ -245,74 +286,97 @@ class _Tally:
             self.samples.append(text)
 
 
-async def _agent_loop(
-    url: str,
-    agent: _Agent,
-    measure_from: float,
-    stop_at: float,
-    tally: _Tally,
-) -> float:
+@dataclass(frozen=True)
+class _Load:
+    measure_from: float
+    stop_at: float
+    batch: int
+    interval_s: float | None
+    """Each agent's time between requests (``None``: back to back, as fast as answered)."""
+
+
+async def _agent_loop(url: str, agent: _Agent, load: _Load, tally: Tally) -> float:
     """Post windows back to back until ``stop_at``; returns when the last answer came.
 
     Each agent has a client (one keep-alive connection) of its own, like a real agent: one
     pool shared by many concurrent requests costs httpx far more CPU than the requests."""
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        return await _post_windows(client, agent, measure_from, stop_at, tally)
+        return await _post_windows(client, agent, load, tally)
 
 
 async def _post_windows(
-    client: httpx.AsyncClient,
-    agent: _Agent,
-    measure_from: float,
-    stop_at: float,
-    tally: _Tally,
+    client: httpx.AsyncClient, agent: _Agent, load: _Load, tally: Tally
 ) -> float:
     headers = {"Authorization": f"Bearer {agent.token}", "Content-Type": "application/json"}
-    path = f"/v1/jobs/{agent.job_id}/reports"
+    path = f"/v1/jobs/{agent.job_id}/reports" + ("/batch" if load.batch > 1 else "")
     last = time.perf_counter()
+    due = last + (random.uniform(0, load.interval_s) if load.interval_s else 0.0)
     while True:
         began = time.perf_counter()
-        if began >= stop_at:
+        if load.interval_s:
+            # At a set rate a request is timed from when it was due, so that time spent behind
+            # schedule counts as the waiting it is.
+            if due > began:
+                await asyncio.sleep(due - began)
+            began, due = due, due + load.interval_s
+        if began >= load.stop_at:
             return last
-        body = json.dumps(agent.job.next_report(), separators=(",", ":")).encode()
+        if load.batch > 1:
+            document: Any = {"reports": [agent.job.next_report() for _ in range(load.batch)]}
+        else:
+            document = agent.job.next_report()
+        body = json.dumps(document, separators=(",", ":")).encode()
         try:
             response = await client.post(path, content=body, headers=headers)
         except httpx.HTTPError as exc:
             last = time.perf_counter()
-            if began >= measure_from:
+            if began >= load.measure_from:
                 tally.error(f"{type(exc).__name__}: {exc}")
             await asyncio.sleep(0.05)
             continue
         last = time.perf_counter()
-        tally.posted += 1
-        if began < measure_from:
+        tally.posted += load.batch
+        if began < load.measure_from:
             continue
         if response.status_code == 200:
             tally.latencies_ms.append((last - began) * 1000)
-            if response.json().get("duplicate"):
-                tally.duplicates += 1
+            _count_windows(response.json(), tally)
         else:
             tally.error(describe_error(response))
 
 
-async def _drive(
+def _count_windows(answer: dict[str, Any], tally: Tally) -> None:
+    """Acknowledged windows, duplicates and refusals of one answer (single or batch)."""
+    for result in answer.get("results") or [answer]:
+        refused = result.get("status") == "rejected"
+        if refused:
+            tally.error(str(result.get("detail"))[:300])
+            continue
+        tally.windows += 1
+        if result.get("duplicate") or result.get("status") == "duplicate":
+            tally.duplicates += 1
+
+
+async def drive_agents(
     url: str,
     agents: list[_Agent],
     seconds: float,
     warmup_s: float,
-    tally: _Tally,
+    batch: int,
+    rate: float | None,
+    tally: Tally,
     on_tick: Any = None,
 ) -> tuple[float, float]:
     begin = time.perf_counter()
-    measure_from = begin + warmup_s
-    stop_at = measure_from + seconds
-    tasks = [asyncio.create_task(_agent_loop(url, a, measure_from, stop_at, tally)) for a in agents]
+    interval = batch * len(agents) / rate if rate else None
+    load = _Load(begin + warmup_s, begin + warmup_s + seconds, batch, interval)
+    tasks = [asyncio.create_task(_agent_loop(url, a, load, tally)) for a in agents]
     if on_tick is not None:
         while not all(t.done() for t in tasks):
             on_tick(time.perf_counter() - begin, tally.posted)
             await asyncio.wait(tasks, timeout=0.25)
     ends = await asyncio.gather(*tasks)
-    return measure_from, max(ends)
+    return load.measure_from, max(ends)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -332,17 +396,25 @@ def run_ingest(
     *,
     warmup_s: float = 2.0,
     seed: int = 1,
+    batch: int = DEFAULT_BATCH,
+    rate: float | None = None,
     on_tick: Any = None,
 ) -> IngestResult:
     """Register ``agents`` jobs, then let them post reports as fast as the server answers for
-    ``warmup_s`` (not counted) plus ``seconds`` (measured)."""
+    ``warmup_s`` (not counted) plus ``seconds`` (measured), ``batch`` windows per request;
+    with ``rate`` (windows per second, all agents together) at that rate instead."""
     if agents < 1 or seconds <= 0:
         raise ClientError("--agents must be at least 1 and --seconds positive")
+    if not 1 <= batch <= MAX_BATCH_WINDOWS:
+        raise ClientError(f"--batch must be between 1 and {MAX_BATCH_WINDOWS}")
     url = url.rstrip("/")
     fleet = setup_agents(url, admin_token, agents, seed)
-    tally = _Tally()
+    tally = Tally()
+    measured_from = datetime.now(UTC) + timedelta(seconds=warmup_s)
     cpu_before, wall_before = time.process_time(), time.perf_counter()
-    measure_from, last_answer = asyncio.run(_drive(url, fleet, seconds, warmup_s, tally, on_tick))
+    measure_from, last_answer = asyncio.run(
+        drive_agents(url, fleet, seconds, warmup_s, batch, rate, tally, on_tick)
+    )
     cpu = time.process_time() - cpu_before
     wall = time.perf_counter() - wall_before
     elapsed = max(last_answer - measure_from, 1e-9)
@@ -351,17 +423,47 @@ def run_ingest(
         url=url,
         agents=agents,
         seconds=round(elapsed, 3),
-        reports=len(lat),
+        batch=batch,
+        offered_per_s=rate,
+        reports=tally.windows,
         errors=tally.errors,
-        reports_per_s=round(len(lat) / elapsed, 1),
+        reports_per_s=round(tally.windows / elapsed, 1),
         p50_ms=round(statistics.median(lat), 2) if lat else 0.0,
         p90_ms=round(percentile(lat, 90), 2),
         p99_ms=round(percentile(lat, 99), 2),
         max_ms=round(max(lat), 2) if lat else 0.0,
         duplicates=tally.duplicates,
         client_cpu_fraction=round(cpu / wall, 3) if wall else 0.0,
+        measured_from=measured_from.isoformat(),
         error_samples=tally.samples,
     )
+
+
+def round_start_delays(
+    url: str, admin: str, since: str, interval_s: float
+) -> tuple[list[float], int]:
+    """How late each round since ``since`` started against its schedule (the first of them,
+    then every ``interval_s``), in seconds, and how many scheduled rounds did not run."""
+    with httpx.Client(base_url=url, timeout=30) as http:
+        rounds = _check(
+            http.get(
+                "/v1/rounds",
+                params={"since": since, "limit": 10_000},
+                headers={"Authorization": f"Bearer {admin}"},
+            ),
+            "reading the rounds",
+        )
+    starts = sorted(datetime.fromisoformat(r["started_at"]) for r in rounds)
+    if not starts:
+        return [], 0
+    delays, slot = [], 0
+    for moment in starts:
+        # The slot a round belongs to is the last one due before it started (a little early
+        # is clock jitter): a round 6 s late on a 10-s schedule is 6 s late, not 4 s early.
+        slot = math.floor((moment - starts[0]).total_seconds() / interval_s + _EARLY)
+        due = starts[0] + timedelta(seconds=slot * interval_s)
+        delays.append(max(0.0, (moment - due).total_seconds()))
+    return delays, slot + 1 - len(starts)
 
 
 # ---- the command -----------------------------------------------------------------------------
@@ -395,6 +497,8 @@ def measure_ingest(
     *,
     warmup_s: float = 2.0,
     seed: int = 1,
+    batch: int = DEFAULT_BATCH,
+    rate: float | None = None,
     on_tick: Callable[[float, int], None] | None = None,
 ) -> IngestResult:
     """The benchmark against ``url`` (a running server, with its admin ``token`` or
@@ -407,16 +511,21 @@ def measure_ingest(
         if not admin:
             raise ClientError("--url needs the server's admin token: --token or HENGE_TOKEN")
         result = run_ingest(url, admin, agents, seconds, warmup_s=warmup_s, seed=seed,
-                            on_tick=on_tick)  # fmt: skip
+                            batch=batch, rate=rate, on_tick=on_tick)  # fmt: skip
         result.server = {"url": url, "started_by_bench": False}
         return result
     try:
         with _own_server(database_url) as (api_url, admin):
             result = run_ingest(api_url, admin, agents, seconds, warmup_s=warmup_s, seed=seed,
-                                on_tick=on_tick)  # fmt: skip
+                                batch=batch, rate=rate, on_tick=on_tick)  # fmt: skip
+            delays, skipped = round_start_delays(
+                api_url, admin, result.measured_from, ROUND_INTERVAL_S
+            )
     except PgError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ClientError(f"cannot create the benchmark database: {first}") from exc
+    result.rounds, result.rounds_skipped = len(delays), skipped
+    result.round_delay_p99_s = round(percentile(delays, 99), 3) if delays else None
     result.server = {
         "started_by_bench": True,
         "database": "given" if database_url else "temporary postgres",
@@ -427,17 +536,26 @@ def measure_ingest(
 def summary_lines(result: IngestResult) -> list[str]:
     """The figures for people (Rich markup), the goal's verdict last."""
     lines = [
-        f"ingest: {result.agents} agents, {result.seconds:.1f} s measured: "
-        f"[bold]{result.reports_per_s:,.0f} reports/s[/], "
+        f"ingest: {result.agents} agents, {result.batch} window(s) per request, "
+        + (f"set to {result.offered_per_s:,.0f}/s, " if result.offered_per_s else "")
+        + f"{result.seconds:.1f} s measured: [bold]{result.reports_per_s:,.0f} reports/s[/], "
         f"p50 {result.p50_ms:.1f} ms, p90 {result.p90_ms:.1f} ms, "
         f"p99 {result.p99_ms:.1f} ms, max {result.max_ms:.1f} ms; "
         f"{result.reports} reports, {result.errors} errors"
     ]
     if result.error_samples:
         lines.append(f"first errors: {escape(str(result.error_samples))}")
+    if result.round_delay_p99_s is not None:
+        lines.append(
+            f"rounds: {result.rounds} during the measured part ({result.rounds_skipped} "
+            f"skipped), started up to {result.round_delay_p99_s:.2f} s late "
+            f"(p99; goal < {GOAL_ROUND_DELAY_S:g} s)"
+        )
     verdict = "[green]met[/]" if result.goal_met else "[red]missed[/]"
     lines.append(
-        f"goal (>= {GOAL_REPORTS_PER_S:,.0f} reports/s, p99 < {GOAL_P99_MS:.0f} ms, no errors): "
-        f"{verdict}; the load generator used {result.client_cpu_fraction:.0%} of a core"
+        f"goal (>= {GOAL_REPORTS_PER_S:,.0f} reports/s, p99 < {GOAL_P99_MS:.0f} ms, no errors"
+        + (", rounds on time" if result.round_delay_p99_s is not None else "")
+        + "): "
+        + f"{verdict}; the load generator used {result.client_cpu_fraction:.0%} of a core"
     )
     return lines

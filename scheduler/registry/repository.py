@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -39,10 +40,6 @@ class NotFoundError(RegistryError):
 
 
 class ConflictError(RegistryError):
-    pass
-
-
-class OutOfOrderError(RegistryError):
     pass
 
 
@@ -130,12 +127,6 @@ def latest_windows(session: Session, job_ids: Sequence[str]) -> dict[str, Metric
 # ---- reports ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Ingested:
-    window: MetricWindow
-    duplicate: bool
-
-
 def newest_window(session: Session, job_id: str) -> MetricWindow | None:
     return session.scalar(
         select(MetricWindow)
@@ -145,47 +136,77 @@ def newest_window(session: Session, job_id: str) -> MetricWindow | None:
     )
 
 
-def add_window(session: Session, window: MetricWindow, newest: MetricWindow | None) -> Ingested:
-    """Store one report window after ``newest`` (the job's newest stored window, or None).
+WindowKey = tuple[datetime, datetime]
+"""A window's (start, end): with the job, what makes it the same window."""
 
-    The same window again is a no-op; one ending no later than ``newest`` is refused.
-    """
-    if newest is not None and window.window_end <= newest.window_end:
-        same = (
-            newest
-            if _same_window(newest, window)
-            else session.scalar(
-                select(MetricWindow).where(
-                    MetricWindow.job_id == window.job_id,
-                    MetricWindow.window_start == window.window_start,
-                    MetricWindow.window_end == window.window_end,
-                )
-            )
+
+def window_stored(session: Session, job_id: str, start: datetime, end: datetime) -> bool:
+    """Whether the job has this exact window stored."""
+    found = session.scalar(
+        select(MetricWindow.id).where(
+            MetricWindow.job_id == job_id,
+            MetricWindow.window_start == start,
+            MetricWindow.window_end == end,
         )
-        if same is not None:
-            return Ingested(same, duplicate=True)
-        raise OutOfOrderError(
-            f"window_end {window.window_end.isoformat()} is not after the newest stored window "
-            f"({newest.window_end.isoformat()}): reports must arrive in order",
-            field="window_end",
-        )
-    session.add(window)
-    session.flush()
-    return Ingested(window, duplicate=False)
+    )
+    return found is not None
 
 
-def _same_window(a: MetricWindow, b: MetricWindow) -> bool:
-    return a.window_start == b.window_start and a.window_end == b.window_end
+def insert_windows(session: Session, rows: Sequence[dict[str, Any]]) -> set[WindowKey]:
+    """Store windows (``metric_windows`` columns, one job's, in order) in one statement, and
+    return the keys of those stored. A window stored meanwhile by another request for the same
+    job (an agent's retry racing its first try) is skipped, not an error."""
+    if not rows:
+        return set()
+    table = MetricWindow.__table__
+    dialect = session.get_bind().dialect.name
+    statement = (
+        postgresql_insert(table) if dialect == "postgresql" else sqlite_insert(table)
+    ).on_conflict_do_nothing(index_elements=["job_id", "window_start", "window_end"])
+    inserted = session.execute(
+        statement.returning(table.c.window_start, table.c.window_end), list(rows)
+    )
+    return {(start, end) for start, end in inserted}
 
 
-def windows_since(session: Session, job_ids: Sequence[str], since: datetime) -> list[MetricWindow]:
-    """The jobs' windows received after ``since``, each job's in the order of its windows."""
+def windows_since(
+    session: Session, job_ids: Sequence[str], since: datetime, span_s: float, newest: int
+) -> list[MetricWindow]:
+    """The jobs' windows received after ``since`` that end within ``span_s`` of the job's newest
+    window end, at most each job's ``newest``, each job's in the order of its windows. Only the
+    windows kept are loaded whole (their reports are most of a round's reading)."""
     if not job_ids:
+        return []
+    ranked = (
+        select(
+            MetricWindow.id,
+            MetricWindow.job_id,
+            MetricWindow.window_end,
+            func.row_number()
+            .over(partition_by=MetricWindow.job_id, order_by=MetricWindow.window_end.desc())
+            .label("rank"),
+        )
+        .where(MetricWindow.job_id.in_(job_ids), MetricWindow.received_at > since)
+        .subquery()
+    )
+    candidates = session.execute(
+        select(ranked.c.id, ranked.c.job_id, ranked.c.window_end)
+        .where(ranked.c.rank <= newest)
+        .order_by(ranked.c.job_id, ranked.c.window_end.desc())
+    ).all()
+    keep: list[int] = []
+    first: dict[str, datetime] = {}
+    for window_id, job_id, end in candidates:
+        if job_id not in first:  # its newest window
+            first[job_id] = end - timedelta(seconds=span_s)
+        if end > first[job_id]:
+            keep.append(window_id)
+    if not keep:
         return []
     return list(
         session.scalars(
             select(MetricWindow)
-            .where(MetricWindow.job_id.in_(job_ids), MetricWindow.received_at > since)
+            .where(MetricWindow.id.in_(keep))
             .order_by(MetricWindow.job_id, MetricWindow.window_end)
         )
     )
@@ -207,6 +228,13 @@ def history(
 def purge_windows(session: Session, older_than: datetime) -> int:
     """Delete metric windows that ended before ``older_than``; returns how many."""
     result = session.execute(delete(MetricWindow).where(MetricWindow.window_end < older_than))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def purge_rounds(session: Session, older_than: datetime) -> int:
+    """Delete rounds that started before ``older_than`` (their actions and allocations go with
+    them); returns how many. The round counter lives in the scheduler's state, not here."""
+    result = session.execute(delete(Round).where(Round.started_at < older_than))
     return int(getattr(result, "rowcount", 0) or 0)
 
 

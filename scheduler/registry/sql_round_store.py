@@ -63,10 +63,10 @@ class SqlRoundTx:
         return [_record(job) for job in self._rows.values()]
 
     def reports_since(
-        self, job_ids: Sequence[str], since: datetime
+        self, job_ids: Sequence[str], since: datetime, span_s: float, newest: int
     ) -> Mapping[str, Sequence[ReportRecord]]:
         found: dict[str, list[ReportRecord]] = defaultdict(list)
-        for row in repo.windows_since(self.session, job_ids, since):
+        for row in repo.windows_since(self.session, job_ids, since, span_s, newest):
             report = report_from_document(row.report)
             found[row.job_id].append(ReportRecord(row.received_at, report))
         return found

@@ -3,6 +3,7 @@ cluster view. Reads only; the decision is made by the pure core."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -26,7 +27,13 @@ def build_snapshot(
     ids = [j.job_id for j in jobs]
     # One sub-window more than the window: the backlog and batch-gap rules need the report
     # just before the window as their baseline.
-    recent = tx.reports_since(ids, now - timedelta(seconds=window_s + sub_window_s))
+    span_s = window_s + sub_window_s
+    # Only windows within the span of a job's newest one can count (on its agent's clock), and
+    # however short an agent's sub-window, a job's reading is capped at ten times what one
+    # report per sub-window gives: a job posting far more (a runaway agent, a load test) cannot
+    # slow every round.
+    newest = 10 * (math.ceil(span_s / sub_window_s) + 1)
+    recent = tx.reports_since(ids, now - timedelta(seconds=span_s), span_s, newest)
     quiet = [i for i in ids if not recent.get(i)]
     last_seen = tx.last_report_at(quiet) if quiet else {}
     views = tuple(

@@ -83,10 +83,11 @@ class RoundTx(Protocol):
     def jobs(self) -> Sequence[JobRecord]: ...
 
     def reports_since(
-        self, job_ids: Sequence[str], since: datetime
+        self, job_ids: Sequence[str], since: datetime, span_s: float, newest: int
     ) -> Mapping[str, Sequence[ReportRecord]]:
         """Each job's reports received after ``since`` (the scheduler's clock: an agent's own
-        clock may be off), in the order of their windows."""
+        clock may be off) whose windows end within ``span_s`` of the job's newest window end
+        (its agent's clock), at most its ``newest`` ones, in the order of their windows."""
         ...
 
     def last_report_at(self, job_ids: Sequence[str]) -> Mapping[str, datetime]:

@@ -67,13 +67,17 @@ class MemoryRoundTx:
         return [j for j in self.store.jobs.values() if j.status != "removed"]
 
     def reports_since(
-        self, job_ids: Sequence[str], since: datetime
+        self, job_ids: Sequence[str], since: datetime, span_s: float, newest: int
     ) -> Mapping[str, Sequence[ReportRecord]]:
         found: dict[str, list[ReportRecord]] = {}
         for job_id in job_ids:
-            recent = [r for r in self.store.reports[job_id] if r.received_at > since]
+            recent = sorted(
+                (r for r in self.store.reports[job_id] if r.received_at > since),
+                key=lambda r: r.report.window_end,
+            )[-max(1, newest) :]
             if recent:
-                found[job_id] = recent
+                first = recent[-1].report.window_end - timedelta(seconds=span_s)
+                found[job_id] = [r for r in recent if r.report.window_end > first]
         return found
 
     def last_report_at(self, job_ids: Sequence[str]) -> Mapping[str, datetime]:

@@ -1,5 +1,5 @@
-"""A stand-in for ``POST /v1/jobs/{id}/reports`` that tests and the agent benchmark steer and
-stop: it records the reports it receives and answers the target they set."""
+"""A stand-in for ``POST /v1/jobs/{id}/reports`` and ``…/reports/batch`` that tests and the agent
+benchmark steer and stop: it records the reports it receives and answers the target they set."""
 
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ class FakeScheduler:
         self.cut_short = False
         """Announce a longer answer than is sent, then hang up (a connection cut mid-answer)."""
         self.reports: list[dict[str, Any]] = []
+        """Every window received, in order (a batch's one by one)."""
+        self.paths: list[str] = []
+        """The path of every request."""
+        self.batch_route = True
+        """False: a scheduler from before the batch route (404 there)."""
+        self.refuse: set[str] = set()
+        """Window ends a batch answer refuses."""
         self.tokens: set[str] = set()
         self._port = port
         self._server: ThreadingHTTPServer | None = None
@@ -38,8 +45,15 @@ class FakeScheduler:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                fake.reports.append(body)
+                fake.paths.append(self.path)
                 fake.tokens.add(self.headers.get("Authorization", ""))
+                batch = self.path.endswith("/reports/batch")
+                if batch and not fake.batch_route:
+                    answer = json.dumps({"detail": "Not Found"}).encode()
+                    self.send_response(404)
+                    self._finish(answer)
+                    return
+                fake.reports.extend(body["reports"] if batch else [body])
                 if fake.status != 200:
                     answer = json.dumps({"detail": "try later"}).encode()
                     self.send_response(fake.status)
@@ -47,10 +61,17 @@ class FakeScheduler:
                     answer = fake.body
                     self.send_response(200)
                 else:
-                    answer = json.dumps(
-                        {"target_executors": fake.target, "round": len(fake.reports)}
-                    ).encode()
+                    reply: dict[str, Any] = {
+                        "target_executors": fake.target,
+                        "round": len(fake.reports),
+                    }
+                    if batch:
+                        reply["results"] = [fake.result(r) for r in body["reports"]]
+                    answer = json.dumps(reply).encode()
                     self.send_response(200)
+                self._finish(answer)
+
+            def _finish(self, answer: bytes) -> None:
                 announced = len(answer) + (100 if fake.cut_short else 0)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(announced))
@@ -70,6 +91,11 @@ class FakeScheduler:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         return self
+
+    def result(self, report: dict[str, Any]) -> dict[str, Any]:
+        if report.get("window_end") in self.refuse:
+            return {"status": "rejected", "detail": [{"loc": ["window_end"], "msg": "refused"}]}
+        return {"status": "stored", "window_end": report.get("window_end")}
 
     def stop(self) -> None:
         """Down: the port refuses connections until :meth:`start` is called again."""

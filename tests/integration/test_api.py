@@ -12,7 +12,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from scheduler.registry import repository as repo
-from scheduler.registry.tables import Action, Job, MetricWindow, Round, Tenant
+from scheduler.registry.tables import Action, Allocation, Job, MetricWindow, Round, Tenant
+from scheduler.round.store import ActionRecord, AllocationRecord, RoundRecord
 from tests.conftest import ADMIN, bearer
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -364,6 +365,8 @@ BAD_REPORTS = [
         "busy_core_ms",
     ),
     ("naive window time", report_body(window_start="2026-01-01T12:00:00"), 422, "window_start"),
+    ("unknown field", report_body(busy_core_msec=1), 422, "busy_core_msec"),
+    ("unknown source field", _with_source(procesed_rows=10), 422, "procesed_rows"),
 ]
 
 
@@ -614,3 +617,20 @@ def test_retention_purges_only_windows_older_than_the_cutoff(
     assert repo.purge_windows(db_session, cutoff) == 2
     left = db_session.scalars(select(MetricWindow.window_end).order_by(MetricWindow.window_end))
     assert [w.day for w in left] == [3, 4]
+
+
+def test_retention_purges_old_rounds_with_their_actions_and_allocations(
+    api: TestClient, agent_job: dict[str, Any], db_session: Session
+):
+    for number in (1, 2):
+        at = T0 + timedelta(days=number)
+        record = RoundRecord(number, at, at, "henge", "not_converged", "reconfigure", None,
+                             "r", 1.0, 2.0)  # fmt: skip
+        action = ActionRecord("reconfigure", agent_job["id"], 1, 2, "grow")
+        allocation = AllocationRecord(agent_job["id"], 2, 1.0)
+        repo.record_round(db_session, record, [action], [allocation], {"n": number})
+    assert repo.purge_rounds(db_session, T0 + timedelta(days=1, hours=12)) == 1
+    db_session.expire_all()
+    assert [r.number for r in db_session.scalars(select(Round))] == [2]
+    assert count(db_session, Action) == 1 and count(db_session, Allocation) == 1
+    assert repo.current_round_number(db_session) == 2  # the counter does not go back

@@ -154,6 +154,8 @@ def _body(method: str, path: str) -> Any:
         return {"priority": 40}
     if method == "POST" and path.endswith("/reports"):
         return report_body(T0 + timedelta(minutes=1))
+    if method == "POST" and path.endswith("/reports/batch"):
+        return {"reports": [report_body(T0 + timedelta(minutes=2))]}
     return {} if method in ("POST", "PUT", "PATCH") else None
 
 

@@ -535,10 +535,42 @@ def test_bench_ingest_against_a_running_server(server: ServerHandle, tmp_path: P
     assert figures["reports"] > 0 and figures["reports_per_s"] > 0
     assert 0 < figures["p50_ms"] <= figures["p99_ms"] <= figures["max_ms"]
     assert figures["goal"]["reports_per_s"] == 1000 and figures["goal"]["p99_ms"] == 100
+    assert figures["batch"] == 10 and figures["offered_per_s"] is None
     # The windows were stored for the bench's own jobs.
     jobs = ok_json(henge("job", "list", "--json", url=server.url, token=server.admin_token))
     bench_jobs = [j for j in jobs if j["name"].startswith("ingest-")]
     assert len(bench_jobs) == 2 and all(j["last_report_at"] for j in bench_jobs)
+
+
+def test_bench_ingest_at_a_set_rate_one_window_per_request(server: ServerHandle, tmp_path: Path):
+    out_file = tmp_path / "ingest.json"
+    ok(henge(
+        "bench", "ingest", "--url", server.url, "--token", server.admin_token, "--agents", "2",
+        "--seconds", "2", "--warmup", "0.2", "--batch", "1", "--rate", "20",
+        "--json", str(out_file),
+    ))  # fmt: skip
+    figures = json.loads(out_file.read_text())
+    assert figures["batch"] == 1 and figures["offered_per_s"] == 20 and figures["errors"] == 0
+    # Paced, not as fast as answered: about 20 a second (a loaded machine may fall behind).
+    assert 0 < figures["reports_per_s"] <= 25
+
+
+def test_bench_soak_samples_memory_and_registry_while_retention_keeps_it_level(tmp_path: Path):
+    out_file = tmp_path / "soak.json"
+    text = ok(henge(
+        "bench", "soak", "--agents", "6", "--seconds", "16", "--sub-window-s", "1",
+        "--round-interval-s", "2", "--retention-s", "4", "--purge-interval-s", "2",
+        "--sample-s", "2", "--json", str(out_file),
+    ))  # fmt: skip
+    assert "second half: memory" in text and "goal" in text
+    figures = json.loads(out_file.read_text())
+    samples = figures["samples"]
+    assert figures["errors"] == 0 and figures["reports"] > 40
+    assert len(samples) >= 5 and all(x["rss_mb"] > 20 for x in samples)
+    assert samples[-1]["rounds"] > 0
+    # Retention on: the registry holds only the last seconds of windows, far fewer than posted.
+    assert 0 < samples[-1]["windows"] < figures["reports"] / 2
+    assert figures["rss_growth_second_half"] is not None
 
 
 def test_bench_ingest_needs_the_admin_token(server: ServerHandle, tenant: dict[str, Any]):

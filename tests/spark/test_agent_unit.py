@@ -312,6 +312,54 @@ def test_refused_reports_are_dropped_and_auth_errors_retried() -> None:
         fake.stop()
 
 
+def test_windows_queued_while_the_scheduler_was_down_go_in_one_batch() -> None:
+    fake = FakeScheduler(target=1).start()
+    try:
+        agent, _ = make_agent(FakeSpark(), fake.url, clock=lambda: 90.0)
+        fake.status = 503
+        for k in range(3):
+            agent.tick(100.0 + 10 * k)
+        assert len(agent._pending) == 3 and agent.stats.reports_failed >= 1
+        fake.status = 200
+        fake.paths.clear()
+        fake.reports.clear()
+        ends = [r["window_end"] for r in agent._pending]
+        fake.refuse = {ends[1]}  # the scheduler refuses one of them
+        agent.flush(200.0)
+        assert fake.paths == ["/v1/jobs/job-1/reports/batch"]
+        assert [r["window_end"] for r in fake.reports] == ends
+        assert (agent.stats.reports_sent, agent.stats.reports_dropped) == (2, 1)
+        assert not agent._pending and agent.applied == 1
+    finally:
+        fake.stop()
+
+
+def test_a_scheduler_without_the_batch_route_gets_one_window_at_a_time() -> None:
+    fake = FakeScheduler(target=1).start()
+    fake.batch_route = False
+    try:
+        agent, _ = make_agent(FakeSpark(), fake.url, clock=lambda: 90.0)
+        fake.status = 503
+        agent.tick(100.0)
+        agent.tick(110.0)
+        fake.status = 200
+        fake.paths.clear()
+        agent.flush(200.0)
+        single = "/v1/jobs/job-1/reports"
+        assert fake.paths == [f"{single}/batch", single, single]
+        assert agent.stats.reports_sent == 2 and not agent._pending
+        # Once it knows, it does not ask for the batch route again.
+        fake.status = 503
+        agent.tick(210.0)
+        agent.tick(220.0)
+        fake.status = 200
+        fake.paths.clear()
+        agent.flush(300.0)
+        assert fake.paths == [single, single]
+    finally:
+        fake.stop()
+
+
 # ---- targets ----------------------------------------------------------------------------------
 
 
