@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -114,6 +114,12 @@ class Settings(BaseSettings):
     )
     leader_retry_s: float = Field(
         5.0, gt=0, description="How often a replica that is not the leader tries to become it."
+    )
+    failpoint: Literal["round.decided", "round.published", "round.recorded"] | None = Field(
+        None,
+        description="For fault tests only: the process kills itself (SIGKILL) at this step of "
+        "its next round that changes something: once the plan is decided, once its targets are "
+        "published, or once the round and the new state are written but not committed.",
     )
     metrics_max_jobs: int = Field(
         100, ge=0, description="Per-job utility is exported for at most this many jobs."

@@ -125,11 +125,13 @@ class Service:
 
     def purge(self) -> int:
         """Delete metric windows and rounds (with their actions and allocations) older than
-        the retention; returns how many windows went."""
+        the retention, then let the registry reuse their space; returns how many windows
+        went."""
         cutoff = repo.retention_cutoff(utc_now(), self.settings.retention_days)
         with make_session_factory(self.engine)() as session, session.begin():
             windows = repo.purge_windows(session, cutoff)
             rounds = repo.purge_rounds(session, cutoff)
+        repo.reclaim_purged_space(self.engine)  # also what rounds rewrote since the last one
         log.info(
             "retention.purged", windows=windows, rounds=rounds, days=self.settings.retention_days
         )
@@ -195,6 +197,7 @@ def build_service(
             window_s=settings.window_s,
             sub_window_s=settings.sub_window_s,
             metrics_max_jobs=settings.metrics_max_jobs,
+            failpoint=settings.failpoint,
         ),
         metrics=metrics,
         on_round=app.state.round_cache.set,

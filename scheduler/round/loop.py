@@ -7,6 +7,8 @@ and the simulator run this same code with different ports and clocks.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +38,9 @@ class LoopSettings:
     window_s: float = 60.0
     sub_window_s: float = 10.0
     metrics_max_jobs: int = 100
+    failpoint: str | None = None
+    """For fault tests: the step of a round at which the process kills itself (see
+    ``Settings.failpoint``)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,7 @@ class SchedulerLoop:
             self.settings.window_s, self.settings.sub_window_s,
         )  # fmt: skip
         plan, new_state = decide(snapshot, state, self.core, now)
+        self._failpoint("round.decided", plan)
 
         statuses = {j.job_id: j.status for j in jobs}
         targets = {j.job_id: j.target_executors for j in jobs}
@@ -108,6 +114,7 @@ class SchedulerLoop:
         for change in self.realizer.apply(plan.changes):
             tx.set_target(change.job_id, change.to_executors, now)
             targets[change.job_id] = change.to_executors
+        self._failpoint("round.published", plan)
 
         tx.record_round(
             RoundRecord(
@@ -135,6 +142,7 @@ class SchedulerLoop:
             allocations=_allocations(snapshot, statuses, targets),
             state=new_state.to_json(),
         )
+        self._failpoint("round.recorded", plan)  # written, not yet committed
         log.info(
             "round",
             round=number,
@@ -146,6 +154,13 @@ class SchedulerLoop:
             max_utility=round(plan.max_utility, 3),
         )
         return RoundOutcome(number, plan, snapshot)
+
+    def _failpoint(self, step: str, plan: Plan) -> None:
+        """Die here when told to, in a round that changes something (one that does not has
+        nothing to lose or to apply twice)."""
+        if self.settings.failpoint == step and (plan.changes or plan.admissions):
+            log.warning("failpoint", step=step)
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _allocations(
