@@ -34,8 +34,21 @@ def _wait_for_dashboard(process: subprocess.Popen[str], timeout_s: float = 240) 
     raise AssertionError(f"no dashboard URL after {timeout_s} s:\n{seen}")
 
 
+def _exit_code(process: subprocess.Popen[str], timeout_s: float) -> int:
+    """The process's exit code, reading what it still prints (a full pipe would block its
+    exit); if it has not exited in time, fail with where its threads are."""
+    try:
+        process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)  # the fault handler prints every thread's stack
+        dump, _ = process.communicate(timeout=10)
+        raise AssertionError(f"the demo did not stop within {timeout_s} s:\n{dump}") from None
+    return process.returncode
+
+
 def test_demo_serves_the_dashboard_until_interrupted(browser: Any) -> None:
-    env = {**os.environ, "COLUMNS": "250"}
+    # PYTHONFAULTHANDLER: a demo that does not stop can be made to print where its threads are.
+    env = {**os.environ, "COLUMNS": "250", "PYTHONFAULTHANDLER": "1"}
     process = subprocess.Popen(
         [*henge_command(), "demo", "--serve"],
         env=env,
@@ -70,7 +83,7 @@ def test_demo_serves_the_dashboard_until_interrupted(browser: Any) -> None:
         context.close()
 
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 0
+        assert _exit_code(process, timeout_s=60) == 0
     finally:
         if process.poll() is None:
             process.kill()
