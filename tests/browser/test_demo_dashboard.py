@@ -49,6 +49,10 @@ def _exit_code(process: subprocess.Popen[str], timeout_s: float) -> int:
 def test_demo_serves_the_dashboard_until_interrupted(browser: Any) -> None:
     # PYTHONFAULTHANDLER: a demo that does not stop can be made to print where its threads are.
     env = {**os.environ, "COLUMNS": "250", "PYTHONFAULTHANDLER": "1"}
+    # As from a terminal: a suite started in the background has SIGINT ignored, which a child
+    # inherits and keeps (the demo would ignore the Ctrl-C this test sends); a handled SIGINT
+    # is reset to the default in the child instead.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     process = subprocess.Popen(
         [*henge_command(), "demo", "--serve"],
         env=env,
@@ -56,6 +60,7 @@ def test_demo_serves_the_dashboard_until_interrupted(browser: Any) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+    signal.signal(signal.SIGINT, previous)
     data_dir = None
     try:
         output = _wait_for_dashboard(process)
