@@ -84,11 +84,15 @@ class ContentionSpec:
     """Seconds of base load after every job runs on its initial executors, before the spike."""
     spike_s: float
     after_s: float
-    """Seconds recorded after the spike ends."""
+    """Seconds recorded after the spike ends (at the most, with ``end_once_back_s``)."""
     round_interval_s: float = 2.0
     window_s: float = 15.0
     policy_params: Mapping[str, Any] = field(default_factory=dict)
     start_timeout_s: float = 240.0
+    end_once_back_s: float | None = None
+    """When set, the recording after the spike stops this many seconds after every tier holds
+    its initial executors again, in Spark and in the registry, instead of running on for the
+    whole ``after_s``; a test needs no more."""
 
     @property
     def top(self) -> Tier:
@@ -108,10 +112,10 @@ _POLICY = {"stabilization_s": 20}
 
 SHORT = ContentionSpec(
     _TIERS, worker_cores=5, cost_us=10_000, partitions=2, trigger_s=2,
-    settle_s=10, spike_s=100, after_s=80, policy_params=_POLICY,
+    settle_s=10, spike_s=100, after_s=130, policy_params=_POLICY, end_once_back_s=5,
 )  # fmt: skip
 """What the end-to-end test runs (about 4 minutes with start-up)."""
-LONG = replace(SHORT, settle_s=120, spike_s=420, after_s=300)
+LONG = replace(SHORT, settle_s=120, spike_s=420, after_s=300, end_once_back_s=None)
 """What ``henge bench spark-contention`` runs."""
 
 
@@ -246,7 +250,7 @@ def run_contention(
             spike_end = recorder.now()
             progress(f"{top.name}'s input back to {top.rate:g} rows/s")
             controls[top.name].write_text(json.dumps({"rate": top.rate}))
-            recorder.record_for(spec.after_s, apps)
+            recorder.record_after_spike(spike_end, apps)
         finally:
             for app in apps:
                 app.stop()
@@ -331,6 +335,19 @@ as settled (the drivers' first batches are slow while executors warm up, and the
 move executors meanwhile; it moves them back once the warm-up is over)."""
 
 
+def first_back(spec: ContentionSpec, samples: Sequence[Sample]) -> Sample | None:
+    """The first of ``samples`` in which every tier holds its initial executors, in Spark and
+    in the registry."""
+    return next(
+        (
+            s
+            for s in samples
+            if all(s.spark[t.name] == t.initial == s.target[t.name] for t in spec.tiers)
+        ),
+        None,
+    )
+
+
 def settled(spec: ContentionSpec, samples: Sequence[Sample]) -> bool:
     if not samples or samples[-1].t_s - samples[0].t_s < SETTLED_S:
         return False
@@ -366,6 +383,21 @@ class _Recorder:
     def record_for(self, seconds: float, apps: Sequence[App]) -> None:
         end = self.now() + seconds
         self.record_until(f"{seconds:.0f} s", lambda _: self.now() >= end, seconds + 60, apps)
+
+    def record_after_spike(self, spike_end: float, apps: Sequence[App]) -> None:
+        """``after_s``, or with ``end_once_back_s`` until that long after every tier is back."""
+        end = spike_end + self.spec.after_s
+        linger = self.spec.end_once_back_s
+
+        def done(samples: Sequence[Sample]) -> bool:
+            if self.now() >= end:
+                return True
+            if linger is None:
+                return False
+            back = first_back(self.spec, [s for s in samples if s.t_s >= spike_end])
+            return back is not None and self.now() >= back.t_s + linger
+
+        self.record_until(f"{self.spec.after_s:.0f} s", done, self.spec.after_s + 60, apps)
 
     def record_until(
         self,

@@ -26,10 +26,13 @@ MEETS_SLO_WITHIN_S = 100.0
 first), its utility has fallen by ``min_gain`` and it is grown (eq. 2.4, its model still
 untrusted after the warm-up) 5-10 s later, its second executor runs within 5 s, and the rows
 queued until then take 25-40 s to work off; 66 s in the last run."""
-HANDED_BACK_WITHIN_S = 75.0
-"""After the spike the bottom tier holds its initial executors again within this: the top
-tier's recent peak input decays with ``stabilization_s`` (20 s) and its surplus must last as
-long before it is given back; 52 s in the last run."""
+HANDED_BACK_WITHIN_S = 105.0
+"""After the spike the bottom tier holds its initial executors again within this. The top tier
+can only offer its second executor once its recent peak input has decayed (``stabilization_s``,
+20 s, counted from when its 15-s window lets go of the spike), and the move back is made in a
+round that finds the bottom tier's step worth more than that executor; the bottom tier, short of
+executors, finishes a batch only every 20-30 s. Measured on a 2-core machine: 52, 55, 60 and
+76 s in four runs, the executor's start in Spark included."""
 
 
 def test_the_top_tier_takes_its_spike_from_the_bottom_tier(

@@ -245,3 +245,25 @@ def test_a_grown_job_still_behind_its_backlog_is_judged_on_its_drain_rate() -> N
     plan, state = decide(policy, [behind], state, 0)
     assert plan.action is not ActionKind.REVERT
     assert "a" not in state.blacklist
+
+
+def test_a_grown_job_whose_input_kept_rising_is_credited_not_left_out_of_the_judgment() -> None:
+    """Seen on real Spark: the top tier, grown early in its spike from the bottom tier, met its
+    SLO at twice the input it had when it was grown; neither job had a trusted model. Judging
+    only the donor's loss reverted the move in the middle of the spike."""
+    policy = HengeProductPolicy()
+    move = Move(
+        at(-70),
+        {"gold": MovedJob(1, 2, 45.0, 60.0), "bronze": MovedJob(2, 1, 10.0, 120.0)},
+    )
+    gold = job("gold", priority=90.0, executors=2, input_rate=120.0)  # meets its SLO
+    bronze = job("bronze", priority=10.0, executors=1, input_rate=120.0, utility=3.0)
+    plan, _ = decide(policy, [gold, bronze], ProductState(last_move=move), 0, free=0.0)
+    assert plan.action is not ActionKind.REVERT, plan.reason
+
+    # Had gold's input fallen by half instead, it would have earned at least its 45 without the
+    # move; it earns no more with it, so the donor's loss is the move's whole effect: reverted.
+    calmer = job("gold", priority=90.0, executors=2, input_rate=30.0, utility=45.0)
+    plan, _ = decide(policy, [calmer, bronze], ProductState(last_move=move), 0, free=0.0)
+    assert plan.action is ActionKind.REVERT
+    assert targets(plan) == {"gold": 1, "bronze": 2}

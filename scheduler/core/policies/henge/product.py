@@ -9,8 +9,9 @@ One round, on the jobs ``decide`` counted:
    report window has passed (``adaptive_quiesce``), or ``quiesce_s`` at the most.
 2. Judge the move by what it caused: each moved job's utility now against what it would have
    earned without the move at the input it has now (its model at the old allocation; without
-   a trusted model, its utility before the move, unless its input moved by more than 20 %). A
-   job draining a backlog counts as helped. If the moved jobs together lost utility, the whole
+   a trusted model, its utility before the move; if its input moved by more than 20 %, the
+   least it would have earned: that utility after a fall, 0 after a rise). A job draining a
+   backlog counts as helped. If the moved jobs together lost utility, the whole
    move is reverted. A grown job that still misses its SLO and gained less than ``min_gain``
    loses its model's trust; when it did not even use its executors it is blacklisted.
 3. Plan: every counted job offers the solver a few executor counts with their predicted
@@ -315,15 +316,18 @@ class ProductRound:
                 continue
             self.track_error(job)
             counterfactual = self.counterfactual(job, moved)
+            known = counterfactual is not None
             if counterfactual is None:
-                continue
+                counterfactual = self.least_without(job, moved)
+                if counterfactual is None:
+                    continue
             helped = self.draining(job)
             faster = self.drains_faster(job, moved)
             earned = job.priority if helped else job.utility
             actual += max(earned, counterfactual) if faster else earned
             without += counterfactual
             helped = helped or faster
-            if moved.after > moved.before and not helped:
+            if known and moved.after > moved.before and not helped:
                 self.judge_growth(job, moved, counterfactual)
         scale = sum(self.by_id[j].priority for j in move.jobs if j in self.by_id)
         if actual < without - self.s.min_gain * scale:
@@ -359,6 +363,19 @@ class ProductRound:
         ):
             return None
         return moved.utility_before
+
+    def least_without(self, job: JobView, moved: MovedJob) -> float | None:
+        """The least ``job`` would earn now without the move, when :meth:`counterfactual` cannot
+        say: on the same executors a job earns no more at a higher input, so its utility before
+        the move bounds it from below only if its input fell; after a rise it could be anything
+        down to 0. Counting such a job at this bound keeps a move from being reverted on what it
+        cost the other moved jobs alone (a grown job whose input kept rising during the quiesce
+        would otherwise count neither its gain nor anything else). ``None`` when its input is
+        not measured."""
+        rate = job.metrics.input_rate if job.metrics is not None else None
+        if rate is None or moved.rate_before is None:
+            return None
+        return moved.utility_before if rate < moved.rate_before else 0.0
 
     def draining(self, job: JobView) -> bool:
         """A job working off a backlog faster than its input: judged on its drain rate."""
