@@ -28,7 +28,12 @@ from henge_agent.transport import MAX_BATCH, Answer, BatchAnswer, ReportClient, 
 log = logging.getLogger("henge.agent")
 
 MAX_BATCHES = 10_000
-MAX_PENDING = 6
+KEEP_PENDING_S = 300.0
+"""Windows the scheduler has not taken are kept this long (by their sub-windows), at least
+``MIN_PENDING`` of them, and sent again once it answers: an outage of the registry as long as
+this loses nothing. Older ones are dropped and counted (the sliding window the scheduler judges
+by is far shorter; only the job's history misses them)."""
+MIN_PENDING = 6
 
 
 def iso(epoch_s: float) -> str:
@@ -52,6 +57,8 @@ class AgentStats:
     """CPU time spent in the listener callbacks (after PySpark has built the event)."""
     last_target: int | None = None
     last_round: int | None = None
+    executors_lost: int = 0
+    """Executors that went away without the agent removing them (a crash, a lost node)."""
     resizes: list[dict[str, Any]] = field(default_factory=list)
 
     def cpu_ms_per_report(self) -> float | None:
@@ -87,6 +94,7 @@ class Agent:
         self.client = client
         self.book = book
         self.sub_window_s = float(sub_window_s)
+        self.max_pending = max(MIN_PENDING, math.ceil(KEEP_PENDING_S / self.sub_window_s))
         self.min_executors = min_executors if min_executors is not None else 0
         self.max_executors = max_executors
         self.initial_executors = initial_executors
@@ -107,6 +115,8 @@ class Agent:
         self._window_start = clock()
         self._ignored: int | None = None
         self._killed: set[str] = set()
+        self._held: set[str] = set()
+        """The executors the last reconcile saw running that the agent did not remove."""
         self._cores = self._cores_per_executor()
         self._task_cpus = _int(control.conf("spark.task.cpus", "1"), 1)
         self.on_stop: list[Callable[[], None]] = []
@@ -165,7 +175,7 @@ class Agent:
             report = self.build_report(self._window_start, now)
             self._window_start = now
             self._pending.append(report)
-            while len(self._pending) > MAX_PENDING:
+            while len(self._pending) > self.max_pending:
                 self._pending.popleft()
                 self.stats.reports_dropped += 1
             if now >= self._next_attempt:
@@ -380,6 +390,18 @@ class Agent:
 
     def _reconcile(self, target: int, *, request: bool) -> bool:
         registered = self.control.live_executor_ids()
+        lost = sorted(self._held - set(registered))
+        if lost:
+            # Spark (the standalone master, the Kubernetes allocator) starts a replacement
+            # on its own; asking for the total again makes sure of it under any manager.
+            self.stats.executors_lost += len(lost)
+            log.warning(
+                "henge agent: executor(s) %s lost without the agent removing them; "
+                "asking Spark for %d executors again",
+                ", ".join(lost),
+                target,
+            )
+            request = True
         self._killed &= set(registered)  # those gone are gone
         live = [i for i in registered if i not in self._killed]
         victims: list[str] = []
@@ -387,6 +409,7 @@ class Agent:
             victims = self._victims(live, len(live) - target)
             self.control.kill(victims)
             self._killed |= set(victims)
+        self._held = set(live) - set(victims)
         if not (request or victims):
             return False
         self.control.request_total(target)

@@ -276,6 +276,7 @@ class StatusWriter(threading.Thread):
                 "reports_sent": stats.reports_sent,
                 "reports_failed": stats.reports_failed,
                 "reports_dropped": stats.reports_dropped,
+                "executors_lost": stats.executors_lost,
                 "targets_applied": stats.targets_applied,
                 "targets_ignored": stats.targets_ignored,
                 "last_target": stats.last_target,

@@ -152,6 +152,23 @@ class LocalCluster:
         except (OSError, ValueError):
             return []
 
+    def executor_pids(self, app_name: str) -> list[int]:
+        """Process ids of the executors the running application ``app_name`` holds on this
+        cluster's workers (Linux: read from ``/proc``), to kill one in a fault test."""
+        apps = [a["id"] for a in self.status().get("activeapps", []) if a.get("name") == app_name]
+        if not apps:
+            return []
+        marker = f"--app-id\0{apps[0]}\0".encode()
+        pids = []
+        for entry in Path("/proc").glob("[0-9]*"):
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue  # gone meanwhile
+            if b"CoarseGrainedExecutorBackend" in cmdline and marker in cmdline + b"\0":
+                pids.append(int(entry.name))
+        return sorted(pids)
+
     # ---- start and stop ---------------------------------------------------------------------
 
     def _env(self) -> dict[str, str]:

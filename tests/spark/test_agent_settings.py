@@ -15,7 +15,7 @@ import henge_agent
 from henge_agent import AgentConfigError, AgentRefused
 from henge_agent.settings import AgentSettings, settings_from
 from scheduler.testing.fake_api import FakeScheduler
-from tests.spark.test_agent_unit import FakeSpark, make_agent
+from tests.agent_doubles import FakeSpark, make_agent
 
 URL = "http://henge.henge-system:8080"
 CONF = {"spark.henge.url": URL, "spark.henge.jobId": "job-7"}

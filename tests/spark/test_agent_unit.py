@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import ast
 import logging
+import math
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,108 +19,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from henge_agent import AgentRefused, check_application
-from henge_agent.agent import Agent
+from henge_agent.agent import iso
 from henge_agent.estimator import Batch, latency_ms
 from henge_agent.progress import ProgressBook, row_backlog, source_name
-from henge_agent.spark_control import ExecutorState
-from henge_agent.transport import ReportClient
 from scheduler.api.schemas import ReportIn
 from scheduler.core.latency import estimate_latency_ms
 from scheduler.core.report import BatchReport
 from scheduler.core.slo import LatencyStat
 from scheduler.testing.fake_api import FakeScheduler
+from tests.agent_doubles import FakeSpark, make_agent, progress
 
 AGENT_DIR = Path(__file__).resolve().parents[2] / "agent" / "henge_agent"
-
-
-@dataclass
-class FakeSpark:
-    """A Spark application: executors with task time and running tasks; records resizes."""
-
-    pool: dict[str, ExecutorState] = field(default_factory=dict)
-    requested: list[int] = field(default_factory=list)
-    killed: list[list[str]] = field(default_factory=list)
-    confs: dict[str, str] = field(default_factory=lambda: {"spark.executor.cores": "1"})
-    widest: int | None = 4
-    broken: bool = False
-
-    def add(self, executor_id: str, task_ms: float = 0, tasks: int = 0, added: float = 0) -> None:
-        self.pool[executor_id] = ExecutorState(executor_id, True, 1, task_ms, tasks, added)
-
-    def executors(self) -> list[ExecutorState]:
-        if self.broken:
-            raise RuntimeError("py4j: connection reset")
-        return list(self.pool.values())
-
-    def live_executor_ids(self) -> list[str]:
-        if self.broken:
-            raise RuntimeError("py4j: connection reset")
-        return [e.id for e in self.pool.values() if e.active]
-
-    def request_total(self, count: int) -> bool:
-        self.requested.append(count)
-        while len(self.live_executor_ids()) < count:
-            self.add(f"n{len(self.pool)}", added=time.time())
-        return True
-
-    def kill(self, executor_ids: list[str]) -> bool:
-        self.killed.append(list(executor_ids))
-        for executor_id in executor_ids:
-            state = self.pool[executor_id]
-            self.pool[executor_id] = ExecutorState(
-                state.id, False, state.cores, state.task_time_ms, 0, state.add_time_ms
-            )
-        return True
-
-    def widest_stage(self) -> int | None:
-        return self.widest
-
-    def conf(self, key: str, default: str | None = None) -> str | None:
-        return self.confs.get(key, default)
-
-
-def make_agent(spark: FakeSpark, url: str, **kwargs: object) -> tuple[Agent, ProgressBook]:
-    book = ProgressBook()
-    agent = Agent(
-        spark,
-        ReportClient(url, "job-1", "hga_token", timeout_s=2),
-        book,
-        **{"sub_window_s": 10.0, **kwargs},  # type: ignore[arg-type]
-    )
-    return agent, book
-
-
-def progress(batch: int, start: datetime, rows: int, end_offset: int, latest: int) -> dict:
-    """A ``StreamingQueryProgress`` as Spark 4 serializes it (fields the agent reads and more)."""
-    return {
-        "id": "5a0e7cc8-6dc5-45ec-898f-e5e3c42bf8d0",
-        "runId": "ab78d781-ba39-4752-af54-093993de45a9",
-        "name": "pageload",
-        "timestamp": start.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "batchId": batch,
-        "batchDuration": 1500,
-        "numInputRows": rows,
-        "inputRowsPerSecond": rows / 2.0,
-        "processedRowsPerSecond": rows / 1.5,
-        "durationMs": {"addBatch": 1200, "commitOffsets": 40, "getBatch": 0, "latestOffset": 3,
-                       "queryPlanning": 95, "triggerExecution": 1500, "walCommit": 60},
-        "eventTime": {"watermark": "2026-11-22T12:00:00.000Z"},
-        "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 12,
-                            "numRowsUpdated": 4, "memoryUsedBytes": 9000}],
-        "sources": [{
-            "description": "org.apache.spark.sql.execution.datasources.v2.python."
-                           "PythonMicroBatchStreamWithAdmissionControl@7f914d0f",
-            "startOffset": f'{{"rows":{end_offset - rows}}}',
-            "endOffset": f'{{"rows":{end_offset}}}',
-            "latestOffset": f'{{"rows":{latest}}}',
-            "numInputRows": rows,
-            "inputRowsPerSecond": rows / 2.0,
-            "processedRowsPerSecond": rows / 1.5,
-            "metrics": {},
-        }],
-        "sink": {"description": "org.apache.spark.sql.execution.datasources.noop.NoopTable$@1",
-                 "numOutputRows": -1, "metrics": {}},
-    }  # fmt: skip
 
 
 # ---- dependencies ---------------------------------------------------------------------------
@@ -458,3 +368,36 @@ def test_report_only_agents_record_the_target_and_leave_spark_alone() -> None:
     assert not agent.apply_target(5)
     assert agent.applied == 5
     assert spark.requested == [] and spark.killed == []
+
+
+@pytest.mark.parametrize(("sub_window_s", "kept"), [(10.0, 30), (60.0, 6), (1.0, 300)])
+def test_windows_are_queued_for_five_minutes_of_outage_and_older_ones_dropped(
+    sub_window_s: float, kept: int
+) -> None:
+    agent, _ = make_agent(
+        FakeSpark(), "http://127.0.0.1:9", sub_window_s=sub_window_s, clock=lambda: 0.0
+    )
+    for k in range(kept + 2):
+        agent._next_attempt = math.inf  # still backing off: queued only
+        agent.tick(sub_window_s * (k + 1))
+    assert len(agent._pending) == kept and agent.stats.reports_dropped == 2
+    assert agent._pending[0]["window_end"] == iso(sub_window_s * 3)  # the oldest two went
+
+
+def test_an_executor_lost_without_the_agent_is_counted_and_asked_for_again() -> None:
+    spark = FakeSpark()
+    for i in range(3):
+        spark.add(str(i))
+    agent, _ = make_agent(spark, "http://127.0.0.1:9")
+    agent.apply_target(3)
+    assert spark.requested == [3] and agent.stats.executors_lost == 0
+
+    spark.pool["1"] = replace(spark.pool["1"], active=False)  # its process died
+    agent.apply_target(3)  # the same target with the next answer
+    assert agent.stats.executors_lost == 1
+    assert spark.requested == [3, 3] and len(spark.live_executor_ids()) == 3
+
+    agent.apply_target(2)  # the agent removes one itself: not a loss
+    agent.apply_target(2)
+    assert agent.stats.executors_lost == 1 and len(spark.killed) == 1
+    assert spark.requested == [3, 3, 2]

@@ -5,7 +5,10 @@ row in 4 partitions, 8 s mean latency objective) starts light, then its input go
 rows/s, which one executor cannot keep up with. The scheduler (henge-paper, rounds every 2 s,
 cluster view from the standalone master) raises its executors; the agent applies the target
 and Spark's executor count follows; the SLO is met; the job's history and the rounds say so.
-Lowering the job's maximum then lowers its target, and the agent removes executors.
+Lowering the job's maximum then lowers its target, and the agent removes executors. Last, an
+executor of ``wordcount`` is killed: Spark replaces it, the agent counts the loss, and the
+scheduler's target and actions for the job stay as they were; then its driver restarts with
+the same job id, and the job's history goes on without a second registration.
 
 The drivers run the henge-agent wheel installed in a virtualenv of their own (``driver_python``)
 and configure it the way a tenant does: ``spark.henge.*`` keys in the Spark conf and the token
@@ -15,7 +18,11 @@ in the driver's environment (``HENGE_AGENT_TOKEN``).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +94,110 @@ def _assert_at_schedulers_target(
     if target() != 1:
         rounds = http.get("/v1/rounds", params={"limit": 500}, headers=admin).json()
         assert any(a["job_id"] == job_id for r in rounds for a in r["actions"]), rounds[:5]
+
+
+def _a_lower_maximum_removes_executors(
+    http: httpx.Client, as_tenant: dict[str, str], app: App, job_id: str
+) -> dict[str, Any]:
+    """The tenant lowers the job's maximum: its target falls and the agent removes executors."""
+    patched = http.patch(
+        f"/v1/jobs/{job_id}",
+        json={"executors": {**PAGELOAD["executors"], "max": 1}},
+        headers=as_tenant,
+    )
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["executors"]["target"] == 1
+    wait_for(
+        f"the agent to remove {app.name}'s extra executors",
+        lambda: (s := app.status()).get("executors") == 1 and s.get("target") == 1,
+        90,
+        (app,),
+    )
+    status = app.status()
+    assert status["agent"]["reports_sent"] > 10
+    assert status["agent"]["reports_dropped"] == 0
+    return status
+
+
+def _actions_on(http: httpx.Client, admin: dict[str, str], job_id: str) -> list[dict[str, Any]]:
+    rounds = http.get("/v1/rounds", params={"limit": 500}, headers=admin).json()
+    return [a for r in rounds for a in r["actions"] if a["job_id"] == job_id]
+
+
+def _an_executor_dies(
+    http: httpx.Client,
+    admin: dict[str, str],
+    as_tenant: dict[str, str],
+    cluster: LocalCluster,
+    app: App,
+    job: dict[str, Any],
+) -> None:
+    """One of the app's executor processes is killed (SIGKILL): Spark starts another, the agent
+    counts the loss, and the scheduler neither moves the job's target nor records an action."""
+    target = http.get(f"/v1/jobs/{job['id']}", headers=as_tenant).json()["executors"]["target"]
+    actions = _actions_on(http, admin, job["id"])
+    pids = cluster.executor_pids(app.name)
+    assert len(pids) == target, (pids, target)
+    os.kill(pids[0], signal.SIGKILL)
+
+    def replaced() -> bool:
+        now = cluster.executor_pids(app.name)
+        status = app.status()
+        return (
+            pids[0] not in now
+            and len(now) == target
+            and status.get("executors") == target
+            and status["agent"]["executors_lost"] >= 1
+        )
+
+    wait_for(f"{app.name}'s lost executor replaced and counted", replaced, 90, (app,))
+    after = http.get(f"/v1/jobs/{job['id']}", headers=as_tenant).json()
+    assert after["executors"]["target"] == target
+    assert _actions_on(http, admin, job["id"]) == actions
+
+
+def _the_driver_restarts(
+    http: httpx.Client,
+    as_tenant: dict[str, str],
+    app: App,
+    start: Callable[[], App],
+    job: dict[str, Any],
+) -> None:
+    """The app's driver stops and a new one starts with the same job id and checkpoint: its
+    agent reports on the same job, nothing is registered twice, and the job's history goes on
+    after the old driver's last window, without an overlap or a window refused."""
+
+    def points() -> list[dict[str, Any]]:
+        history = http.get(
+            f"/v1/jobs/{job['id']}/history", params={"limit": 1000}, headers=as_tenant
+        )
+        return list(history.json()["points"])
+
+    app.stop()
+    before = points()
+    again = start()
+    wait_for(
+        f"{app.name}'s new driver reporting",
+        lambda: (
+            (s := again.status()).get("agent") is not None
+            and s["agent"]["reports_sent"] >= 3
+            and (s.get("last_batch") or 0) >= 1
+        ),
+        150,
+        (again,),
+    )
+    after = points()
+    assert after[: len(before)] == before
+    new = after[len(before) :]
+    assert new, after[-3:]
+    old_end = datetime.fromisoformat(before[-1]["window_end"])
+    assert datetime.fromisoformat(new[0]["window_start"]) >= old_end
+    ends = [datetime.fromisoformat(p["window_end"]) for p in after]
+    assert ends == sorted(set(ends))
+    assert again.status()["agent"]["reports_dropped"] == 0
+    jobs = http.get("/v1/jobs", headers=as_tenant).json()
+    assert sorted(j["name"] for j in jobs) == ["pageload", "wordcount"]
+    print(f"{app.name} restarted; its windows around the restart: {before[-2:]} {new[:3]}")
 
 
 def test_the_scheduler_resizes_a_congested_job_through_the_agent(
@@ -161,20 +272,25 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                 (pageload,),
             )
             assert_agent_from_wheel(pageload, driver_python)
-            wordcount = start_app(
-                "wordcount",
-                [
-                    "--master", spark_cluster.master_url,
-                    "--source", "rate",
-                    "--rate", "20",
-                    "--duration-s", "470",
-                    *_agent_args(server.url, jobs["wordcount"], WORDCOUNT),
-                ],
-                tmp_path,
-                driver_python,
-                env=_token_env(jobs["wordcount"]),
-            )  # fmt: skip
-            apps.append(wordcount)
+
+            def start_wordcount() -> App:
+                app = start_app(
+                    "wordcount",
+                    [
+                        "--master", spark_cluster.master_url,
+                        "--source", "rate",
+                        "--rate", "20",
+                        "--duration-s", "470",
+                        *_agent_args(server.url, jobs["wordcount"], WORDCOUNT),
+                    ],
+                    tmp_path,
+                    driver_python,
+                    env=_token_env(jobs["wordcount"]),
+                )  # fmt: skip
+                apps.append(app)
+                return app
+
+            wordcount = start_wordcount()
             wait_for(
                 "wordcount running on its 1 executor",
                 lambda: (
@@ -242,23 +358,9 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
             ]
             assert grows, rounds[:5]
 
-            # A lower target: the tenant lowers the job's maximum; the agent removes executors.
-            patched = http.patch(
-                f"/v1/jobs/{pageload_id}",
-                json={"executors": {**PAGELOAD["executors"], "max": 1}},
-                headers=as_tenant,
-            )
-            assert patched.status_code == 200, patched.text
-            assert patched.json()["executors"]["target"] == 1
-            wait_for(
-                "the agent to remove pageload's extra executors",
-                lambda: (s := pageload.status()).get("executors") == 1 and s.get("target") == 1,
-                90,
-                (pageload, wordcount),
-            )
-            status = pageload.status()
-            assert status["agent"]["reports_sent"] > 10
-            assert status["agent"]["reports_dropped"] == 0
+            status = _a_lower_maximum_removes_executors(http, as_tenant, pageload, pageload_id)
+            _an_executor_dies(http, admin, as_tenant, spark_cluster, wordcount, jobs["wordcount"])
+            _the_driver_restarts(http, as_tenant, wordcount, start_wordcount, jobs["wordcount"])
             elapsed = time.monotonic() - started
             print(f"end-to-end: {elapsed:.0f} s; pageload resizes {status['resizes']}; "
                   f"agent {status['agent']}")  # fmt: skip
