@@ -12,6 +12,10 @@ this module re-exports it for tests.
 
 from __future__ import annotations
 
+from typing import Any
+
+import httpx
+
 from scheduler.bench.server import (
     ServerError,
     ServerHandle,
@@ -21,4 +25,31 @@ from scheduler.bench.server import (
     run_server,
 )
 
-__all__ = ["ServerError", "ServerHandle", "free_port", "henge_command", "migrate", "run_server"]
+__all__ = [
+    "PAGELOAD",
+    "ServerError",
+    "ServerHandle",
+    "free_port",
+    "henge_command",
+    "migrate",
+    "register_job",
+    "run_server",
+]
+
+PAGELOAD: dict[str, Any] = {
+    "name": "pageload",
+    "priority": 35,
+    "slo": {"latency_ms": 500},
+    "executors": {"initial": 2, "min": 1, "max": 8},
+}
+
+
+def register_job(server: ServerHandle, spec: dict[str, Any] = PAGELOAD) -> dict[str, Any]:
+    """A tenant ``ops`` and its job ``spec`` on ``server``, as the API answered (with the
+    agent token)."""
+    admin = {"Authorization": f"Bearer {server.admin_token}"}
+    tenant = httpx.post(f"{server.url}/v1/tenants", json={"name": "ops"}, headers=admin).json()
+    created = httpx.post(f"{server.url}/v1/jobs", json=spec,
+                         headers={"Authorization": f"Bearer {tenant['token']}"})  # fmt: skip
+    assert created.status_code == 201, created.text
+    return dict(created.json())

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from henge_agent.agent import Agent
 from henge_agent.progress import ProgressBook
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.tables import MetricWindow, Round
+from scheduler.spark.apps import wait_for
 from tests.agent_doubles import FakeSpark, make_agent, progress
 from tests.serving import ServerHandle, free_port, run_server
 
@@ -202,13 +203,6 @@ class _Tenant:
         return {n: (len(s.requested), len(s.killed)) for n, s in self.sparks.items()}
 
 
-def _until(what: str, check: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.25)
-
-
 def _stored(sessions: sessionmaker[Session], job_id: str) -> list[datetime]:
     with sessions() as session:
         query = select(MetricWindow.window_end).where(MetricWindow.job_id == job_id)
@@ -240,7 +234,7 @@ def test_the_loop_and_the_agents_ride_out_a_registry_outage_and_lose_no_report(
             tenant = _Tenant(server)
             ids = {name: job["id"] for name, job in tenant.jobs.items()}
             tenant.start()
-            _until(
+            wait_for(
                 "every job reporting and admitted",
                 lambda: all(len(_stored(sessions, i)) >= 4 for i in ids.values()),
                 60,
@@ -261,14 +255,14 @@ def test_the_loop_and_the_agents_ride_out_a_registry_outage_and_lose_no_report(
 
             registry.start()
             back_at = datetime.now(UTC)
-            _until("the registry reachable", lambda: _reachable(sessions), 30)
-            _until(
+            wait_for("the registry reachable", lambda: _reachable(sessions), 30)
+            wait_for(
                 "every agent's queue resent",
                 lambda: not any(a._pending for a in tenant.agents.values()),  # type: ignore[union-attr]
                 30,
             )
             resent_s = (datetime.now(UTC) - back_at).total_seconds()
-            _until(
+            wait_for(
                 "rounds again",
                 lambda: sum(r[1] > back_at for r in _rounds(sessions)) >= 5,
                 30,

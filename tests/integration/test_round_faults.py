@@ -15,7 +15,6 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,29 +25,14 @@ from sqlalchemy.orm import Session
 
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.tables import Action, Job, Round, StoredSchedulerState
-from tests.serving import ServerHandle, run_server
+from scheduler.spark.apps import wait_for
+from tests.serving import ServerHandle, register_job, run_server
 
 FAST = {"HENGE_ROUND_INTERVAL_S": "1", "HENGE_LEADER_RETRY_S": "1", "HENGE_POLICY": "henge"}
-JOB = {
-    "name": "pageload",
-    "priority": 35,
-    "slo": {"latency_ms": 500},
-    "executors": {"initial": 2, "min": 1, "max": 8},
-}
 
 
 def register(server: ServerHandle) -> str:
     return str(register_job(server)["id"])
-
-
-def register_job(server: ServerHandle) -> dict[str, Any]:
-    """A tenant and its job ``JOB``, as the API answered (with the agent token)."""
-    admin = {"Authorization": f"Bearer {server.admin_token}"}
-    tenant = httpx.post(f"{server.url}/v1/tenants", json={"name": "ops"}, headers=admin).json()
-    created = httpx.post(f"{server.url}/v1/jobs", json=JOB,
-                         headers={"Authorization": f"Bearer {tenant['token']}"})  # fmt: skip
-    assert created.status_code == 201, created.text
-    return dict(created.json())
 
 
 def registry(session: Session, job_id: str) -> dict[str, Any]:
@@ -161,14 +145,6 @@ class _SlowJobReports:
         self._thread.join(5)
 
 
-def _until(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
-    return found
-
-
 def test_a_scheduler_killed_during_a_quiesce_resumes_it_where_it_was(fresh_pg_url: str) -> None:
     """henge-paper grows a job that misses its objective and waits ``QUIESCE_S`` before judging
     the move; the server is killed (SIGKILL) a few seconds into that wait and another one takes
@@ -197,7 +173,7 @@ def test_a_scheduler_killed_during_a_quiesce_resumes_it_where_it_was(fresh_pg_ur
         with run_server(fresh_pg_url, env=MID_QUIESCE) as first:
             reports = _SlowJobReports(first.url, register_job(first))
             with reports:
-                [(move, moved_at)] = _until("a reconfiguration", moves, 60)
+                [(move, moved_at)] = wait_for("a reconfiguration", moves, 60)
                 time.sleep(3)  # well inside the quiesce
                 before = policy_state()
                 first.process.kill()
@@ -207,7 +183,7 @@ def test_a_scheduler_killed_during_a_quiesce_resumes_it_where_it_was(fresh_pg_ur
                 with run_server(fresh_pg_url, env=MID_QUIESCE, migrate_first=False) as second:
                     reports.url = second.url
                     quiesce_end = moved_at + timedelta(seconds=QUIESCE_S)
-                    _until(
+                    wait_for(
                         "rounds past the end of the quiesce",
                         lambda: [r for r in rounds() if r.started_at > quiesce_end + SLACK],
                         60,

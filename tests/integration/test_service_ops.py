@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,7 +15,8 @@ from sqlalchemy import select
 
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.tables import Round
-from tests.serving import ServerHandle, run_server
+from scheduler.spark.apps import wait_for
+from tests.serving import ServerHandle, register_job, run_server
 
 FAST = {"HENGE_ROUND_INTERVAL_S": "1", "HENGE_LEADER_RETRY_S": "1", "HENGE_POLICY": "henge"}
 
@@ -34,26 +34,6 @@ def value(found: dict[str, list[tuple[dict[str, str], float]]], name: str, **lab
     return sum(
         v for lab, v in found.get(name, []) if all(lab.get(k) == x for k, x in labels.items())
     )
-
-
-def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-def register_job(server: ServerHandle) -> dict[str, Any]:
-    admin = {"Authorization": f"Bearer {server.admin_token}"}
-    tenant = httpx.post(f"{server.url}/v1/tenants", json={"name": "ops"}, headers=admin).json()
-    body = {"name": "pageload", "priority": 35, "slo": {"latency_ms": 500},
-            "executors": {"initial": 2, "min": 1, "max": 8}}  # fmt: skip
-    response = httpx.post(f"{server.url}/v1/jobs", json=body,
-                          headers={"Authorization": f"Bearer {tenant['token']}"})  # fmt: skip
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def post_reports(server: ServerHandle, job: dict[str, Any], count: int) -> None:
@@ -82,7 +62,7 @@ def test_metrics_after_a_few_rounds(fresh_pg_url: str):
         bad = httpx.post(f"{server.url}/v1/jobs/{job['id']}/reports", json={"window_start": "x"},
                          headers={"Authorization": f"Bearer {job['agent_token']}"})  # fmt: skip
         assert bad.status_code == 422
-        wait_until(lambda: value(metrics(server), "henge_rounds_total") >= 3, 30, "three rounds")
+        wait_for("three rounds", lambda: value(metrics(server), "henge_rounds_total") >= 3, 30)
         found = metrics(server)
     assert value(found, "henge_leader") == 1
     assert value(found, "henge_round_duration_seconds_count") >= 3
@@ -113,7 +93,7 @@ def test_leader_election_one_replica_runs_rounds_and_another_takes_over(fresh_pg
             leading = sum(value(metrics(s), "henge_leader") for s in servers)
             return leading == 1 and any(rounds_run_by(s) for s in servers)
 
-        wait_until(one_leader_running, 30, "a leader running rounds")
+        wait_for("a leader running rounds", one_leader_running, 30)
         time.sleep(4)  # several more rounds: the other replica must not run any
         leaders = [s for s in servers if value(metrics(s), "henge_leader") == 1]
         assert len(leaders) == 1
@@ -124,8 +104,8 @@ def test_leader_election_one_replica_runs_rounds_and_another_takes_over(fresh_pg
         leader.process.kill()  # kill -9: no clean shutdown, no lock released by hand
         leader.process.wait(timeout=10)
         killed_at, before = time.monotonic(), max(rounds_run_by(leader))
-        wait_until(lambda: any(n > before for n in rounds_run_by(follower)), 30,
-                   "the follower to run rounds after the leader died")  # fmt: skip
+        wait_for("the follower to run rounds after the leader died",
+                 lambda: any(n > before for n in rounds_run_by(follower)), 30)  # fmt: skip
         assert time.monotonic() - killed_at <= 30
         assert value(metrics(follower), "henge_leader") == 1
 

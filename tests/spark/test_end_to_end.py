@@ -92,8 +92,7 @@ def _assert_at_schedulers_target(
         (app,),
     )
     if target() != 1:
-        rounds = http.get("/v1/rounds", params={"limit": 500}, headers=admin).json()
-        assert any(a["job_id"] == job_id for r in rounds for a in r["actions"]), rounds[:5]
+        assert _actions_on(http, admin, job_id)
 
 
 def _a_lower_maximum_removes_executors(
@@ -349,14 +348,8 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
             )  # fmt: skip
             assert any(p["executors"] == 1 and (p["latency_ms"] or 0) > LATENCY_SLO_MS
                        for p in points), points  # fmt: skip
-            rounds = http.get("/v1/rounds", params={"limit": 500}, headers=admin).json()
-            grows = [
-                a
-                for r in rounds
-                for a in r["actions"]
-                if a["job_id"] == pageload_id and a["to_executors"] > a["from_executors"] >= 1
-            ]
-            assert grows, rounds[:5]
+            actions = _actions_on(http, admin, pageload_id)
+            assert any(a["to_executors"] > a["from_executors"] >= 1 for a in actions), actions
 
             status = _a_lower_maximum_removes_executors(http, as_tenant, pageload, pageload_id)
             _an_executor_dies(http, admin, as_tenant, spark_cluster, wordcount, jobs["wordcount"])
