@@ -11,15 +11,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_MAX_DP_CELLS = 4_000_000
 """Above this many table updates ((spare cores + 1) × choices, summed over the jobs) the solver
 uses the greedy instead of the exact dynamic program."""
 
 
-@dataclass(frozen=True)
-class JobChoices:
+class JobChoices(NamedTuple):
     """A job's useful executor counts: the smallest allowed one, then every count at which its
     true utility strictly increases. ``points`` holds ``(executors, cores, utility)``, cores and
     utility both rising; cores are counted in the solver's unit (the greatest common divisor of
@@ -107,9 +106,9 @@ def greedy_allocation(choices: Sequence[JobChoices], spare: int) -> tuple[float,
     """
     chosen = [0] * len(choices)
     left = spare
-    heap: list[tuple[float, int, int]] = []
 
-    def push_best(j: int) -> None:
+    def best_upgrade(j: int) -> tuple[float, int, int] | None:
+        """The heap entry of job ``j``'s best upgrade that fits, if any."""
         points = choices[j].points
         _, cores_now, utility_now = points[chosen[j]]
         best: tuple[float, int] | None = None
@@ -121,11 +120,15 @@ def greedy_allocation(choices: Sequence[JobChoices], spare: int) -> tuple[float,
             ratio = (value - utility_now) / extra if extra > 0 else math.inf
             if best is None or ratio > best[0]:
                 best = (ratio, index)
-        if best is not None:
-            heapq.heappush(heap, (-best[0], j, best[1]))
+        return None if best is None else (-best[0], j, best[1])
 
-    for j in range(len(choices)):
-        push_best(j)
+    def push_best(j: int) -> None:
+        entry = best_upgrade(j)
+        if entry is not None:
+            heapq.heappush(heap, entry)
+
+    heap = [e for e in map(best_upgrade, range(len(choices))) if e is not None]
+    heapq.heapify(heap)  # (the same entries as pushing each: pops come in the same order)
     while heap:
         _, j, index = heapq.heappop(heap)
         if index <= chosen[j]:

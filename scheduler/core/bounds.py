@@ -9,7 +9,10 @@ from scheduler.core.model import ClusterView, JobView
 
 def upper_bound(job: JobView) -> int:
     """The most executors the job may hold: its max, and no more than can run tasks."""
-    return max(job.min_executors, min(job.max_executors, job.useful_executors()))
+    # (conditionals rather than min/max: several calls per job and round)
+    top, useful = job.max_executors, job.useful_executors()
+    top = useful if useful < top else top
+    return top if top > job.min_executors else job.min_executors
 
 
 def executors_that_fit(job: JobView, free_cores: float) -> int:

@@ -21,6 +21,8 @@ from scheduler.core.model import ClusterView, NodeView
 _EPS = 1e-9
 _SMALLEST_EXECUTOR = 1 - _EPS
 """Executors have whole cores: a node with less room than one core takes none."""
+_UNLIMITED = 1 << 30
+"""What fits of an executor that asks for nothing."""
 
 
 def node_room(node: NodeView) -> tuple[float, float]:
@@ -154,7 +156,7 @@ class Room:
                 space[1] -= count * memory_mb
                 placed += count
                 if placed >= executors:
-                    break
+                    return placed  # (most takes end here: the pool is not asked)
         pooled = min(
             _fitting(self._released[0], self._released[1], cores, memory_mb), executors - placed
         )
@@ -173,7 +175,9 @@ def _holds_one(room: list[float], cores: float, memory_mb: float) -> bool:
 
 def _fitting(room_cores: float, room_memory: float, cores: float, memory_mb: float) -> int:
     """How many executors of (``cores``, ``memory_mb``) fit in the given room."""
-    count = math.inf if cores <= 0 else math.floor(room_cores / cores + _EPS)
+    # (conditionals rather than min(): every executor a round places asks this)
+    count = math.floor(room_cores / cores + _EPS) if cores > 0 else _UNLIMITED
     if memory_mb > 0:
-        count = min(count, math.floor(room_memory / memory_mb + _EPS))
-    return int(min(count, 1 << 30))
+        by_memory = math.floor(room_memory / memory_mb + _EPS)
+        count = by_memory if by_memory < count else count
+    return count if count < _UNLIMITED else _UNLIMITED

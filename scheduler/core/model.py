@@ -109,9 +109,11 @@ class JobView:
 
     def useful_executors(self) -> int:
         """Executors beyond this cannot run more tasks (DESIGN §2 "useful parallelism")."""
-        if self.metrics is None or not self.metrics.max_parallelism:
+        metrics = self.metrics
+        if metrics is None or not metrics.max_parallelism:
             return self.max_executors
-        return max(1, math.ceil(self.metrics.max_parallelism / self.cores_per_executor))
+        useful = math.ceil(metrics.max_parallelism / self.cores_per_executor)
+        return useful if useful > 1 else 1
 
 
 @dataclass(frozen=True)

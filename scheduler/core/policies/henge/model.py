@@ -67,8 +67,9 @@ def _blend(old: float | None, new: float | None, alpha: float) -> float | None:
 
 def parallel_cores(job: JobView, executors: int) -> float:
     cores = float(executors * job.cores_per_executor)
-    if job.metrics is not None and job.metrics.max_parallelism:
-        cores = min(cores, float(job.metrics.max_parallelism))
+    metrics = job.metrics
+    if metrics is not None and metrics.max_parallelism and metrics.max_parallelism < cores:
+        return float(metrics.max_parallelism)
     return cores
 
 
@@ -170,11 +171,11 @@ def predicted_utilities(
     per_executor = float(job.cores_per_executor)
     widest = job.metrics.max_parallelism if job.metrics is not None else None
     slo, priority = job.slo, job.priority
+    widest_cores = float(widest) if widest else math.inf
     values = []
     for count in counts:
         cores = count * per_executor
-        if widest:
-            cores = min(cores, float(widest))
+        cores = widest_cores if cores > widest_cores else cores
         juice, latency = _performance(model, quantile, cores, input_rate)
         values.append(utility(slo, priority, juice, latency))
     return values
@@ -187,7 +188,7 @@ def usable(model: JobModel | None, job: JobView, min_windows: int) -> bool:
     m = job.metrics
     if m is None or not m.input_rate or m.input_rate <= 0:
         return False
-    return not (job.slo.has_latency and model.overhead_s is None)
+    return model.overhead_s is not None or job.slo.latency_ms is None
 
 
 def sizes(model: JobModel | None, job: JobView, min_windows: int) -> bool:

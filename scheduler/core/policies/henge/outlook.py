@@ -49,19 +49,22 @@ def demand(job: JobView, drain_s: float, rate: float | None = None) -> float | N
 def max_utilisation(model: JobModel, job: JobView) -> float:
     """The largest ``ρ`` at which the model predicts the job meets its SLO (≤ 0: never)."""
     slo = job.slo
-    limits = [_JUST_BELOW if slo.juice is None else _JUST_BELOW / slo.juice]
-    if slo.latency_ms is not None and model.overhead_s is None:
-        limits.append(GUESSED_UTILISATION)
-    elif slo.latency_ms is not None and model.overhead_s is not None:
+    by_juice = _JUST_BELOW if slo.juice is None else _JUST_BELOW / slo.juice
+    if slo.latency_ms is None:
+        return by_juice
+    o = model.overhead_s
+    if o is None:
+        by_latency = GUESSED_UTILISATION
+    else:
         latency_s = slo.latency_ms / 1000.0
         q = _QUANTILE[slo.latency_stat]
-        o, trigger = model.overhead_s, model.trigger_s or 0.0
+        trigger = model.trigger_s or 0.0
         paced = (latency_s - o - q * trigger) / trigger if trigger > 0 else -math.inf
         if trigger > 0 and 0 < paced <= 1 - o / trigger:
-            limits.append(paced)
+            by_latency = paced
         else:
-            limits.append(1 - (1 + q) * o / latency_s)
-    return min(limits)
+            by_latency = 1 - (1 + q) * o / latency_s
+    return by_latency if by_latency < by_juice else by_juice
 
 
 def executors_needed(
@@ -97,12 +100,12 @@ def utility_curve(
     """(executors, predicted utility at ``rate``) from the job's minimum up to ``need`` (or up to
     ``ceiling`` when the SLO cannot be met), at ``grid`` + 1 evenly spread counts."""
     low = job.min_executors
-    high = min(ceiling, need) if need is not None else ceiling
-    span = max(0, high - low)
-    counts: list[int] = []
-    for i in range(grid + 1):
+    high = ceiling if need is None or ceiling < need else need
+    span = high - low if high > low else 0
+    counts = [low]
+    for i in range(1, grid + 1):
         count = low + round(span * i / grid)
-        if not counts or count != counts[-1]:  # the counts never fall: a repeat is the last one
+        if count != counts[-1]:  # the counts never fall: a repeat is the last one
             counts.append(count)
     met = need if need is not None else high + 1
     below = [n for n in counts if n < met]

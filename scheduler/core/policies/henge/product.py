@@ -130,13 +130,15 @@ class ProductRound:
         """Each job's prediction error: the round's own copy, so that judging many moved jobs
         changes entries in place instead of copying the mapping per job."""
         self._needs: dict[str, int | None] = {}
+        """Executors each offered job needs at its demand (``None``: unknown or out of reach)."""
         self._top_missing = 0.0
+        """The highest priority of a job missing its SLO (set when a move is planned)."""
         self._capacity = 0.0
         """The cores the counted jobs can use: the free ones and those they hold."""
         self._grid = _GROWING_GRID
+        """Intervals of the curve of a job missing its SLO this round (see _GRID_BUDGET)."""
         self._giving_grid = _GIVING_GRID
-        """The highest priority of a job missing its SLO (set when a move is planned)."""
-        """Executors each offered job needs at its demand (``None``: unknown or out of reach)."""
+        """Intervals of the curve of a job giving way this round."""
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -199,26 +201,24 @@ class ProductRound:
             if move is not None and (self.now - move.at).total_seconds() < 2 * self.s.quiesce_s
             else set()
         )
+        alpha = self.s.model_alpha
         for job in self.jobs:
-            old = st.models.get(job.job_id)
-            model = observe(old, job, self.s.model_alpha)
+            job_id = job.job_id
+            old = st.models.get(job_id)
+            model = observe(old, job, alpha)
             if model is not None:
-                models[job.job_id] = model
-                error = (
-                    None if job.job_id in recently_moved else self.prediction_error(model, job, old)
-                )
-                previous = st.errors.get(job.job_id)
+                models[job_id] = model
+                error = None if job_id in recently_moved else self.prediction_error(model, job, old)
+                previous = st.errors.get(job_id)
                 if error is not None:
-                    errors[job.job_id] = (
-                        error
-                        if previous is None
-                        else previous + self.s.model_alpha * (error - previous)
+                    errors[job_id] = (
+                        error if previous is None else previous + alpha * (error - previous)
                     )
                 elif previous is not None:
-                    errors[job.job_id] = previous
-            peak = self.peak(job, st.peaks.get(job.job_id))
+                    errors[job_id] = previous
+            peak = self.peak(job, st.peaks.get(job_id))
             if peak is not None:
-                peaks[job.job_id] = peak
+                peaks[job_id] = peak
         snap = self.snapshot
         self.errors = keep_frozen(snap, st.errors, errors)
         self.update(
@@ -482,8 +482,10 @@ class ProductRound:
 
     def offer(self, job: JobView) -> Offer:
         """What ``job`` offers the solver (see the module docstring)."""
-        eps = self.s.priority_epsilon * job.priority
+        priority = job.priority
+        eps = self.s.priority_epsilon * priority
         now = job.utility
+        meets = meets_slo(now, priority)
         model = self.trusted(job)
         # Worth is judged at the input the job must be ready for: its recent peak (a count that
         # meets the SLO only at a passing dip would miss it again before the next move could
@@ -491,59 +493,58 @@ class ProductRound:
         # for (below), never what its executors are worth.
         rate = self.ready_rate(job)
         top = upper_bound(job)
-        can_grow = job.job_id not in self.state.blacklist and job.executors < top
+        held = job.executors
+        can_grow = held < top and job.job_id not in self.state.blacklist
         rho = max_utilisation(model, job) if model is not None else 0.0
-        if model is not None and not meets_slo(now, job.priority) and rho <= 0:
+        if model is not None and not meets and rho <= 0:
             # The model puts the per-batch floor above the SLO of a job that misses it: most
             # likely a floor fitted on batches working off a backlog, and a job its model gives
             # up on would starve whatever its priority. Eq. 2.4 steps instead.
             model = self._trusted[job.job_id] = None
         if model is None or rate is None:
-            points = [(job.executors, now + 2 * eps)]
+            points = [(held, now + 2 * eps)]
             target = self.untrusted_target(job)
-            if can_grow and target is not None and not meets_slo(now, job.priority):
+            if can_grow and target is not None and not meets:
                 # Eq. 2.4's step, and the way there at a utility assumed to rise evenly, so
                 # that the solver can give part of the step when the whole does not pay.
                 for k in range(1, self._grid + 1):
                     share = k / self._grid
-                    count = job.executors + round(share * (target - job.executors))
-                    points.append((count, now + share * (job.priority - now) + eps))
+                    count = held + round(share * (target - held))
+                    points.append((count, now + share * (priority - now) + eps))
             return Offer.of(job, points)
         need = executors_needed(model, job, rate, top, rho)
         self._needs[job.job_id] = need
         # Counts the cluster could never hold are no choice; the grid spans only the others.
         reachable = int(self._capacity // job.cores_per_executor)
-        ceiling = max(job.executors, min(top, reachable)) if can_grow else job.executors
+        ceiling = max(held, min(top, reachable)) if can_grow else held
         # A job missing its SLO may end anywhere below its need; one meeting it only gives way,
         # so a coarser curve does, and one of at least every missing job's priority never gives
         # way below its need (whoever it helped would gain no more than it loses).
-        if not meets_slo(now, job.priority):
+        if not meets:
             points = utility_curve(model, job, rate, need, ceiling, self._grid)
-        elif job.priority < self._top_missing:
+        elif priority < self._top_missing:
             points = utility_curve(model, job, rate, need, ceiling, self._giving_grid)
         else:
-            low = need if need is not None else job.executors
-            points = [(low, job.priority if need is not None else now)]
+            points = [(need, priority) if need is not None else (held, now)]
         if need is not None and need <= ceiling:
-            padded = demand(job, self.s.drain_s, rate=self.grown_rate(job))
+            # A growing job is sized for its ready rate with ``headroom``.
+            padded = demand(job, self.s.drain_s, rate=rate * (1 + self.s.headroom))
             target = executors_needed(model, job, padded, top, rho) if padded is not None else None
-            if target is not None and target > need and target <= ceiling:
-                points.append((target, job.priority + _HEADROOM_CREDIT * job.priority))
+            if target is not None and need < target <= ceiling:
+                points.append((target, priority + _HEADROOM_CREDIT * priority))
         # What the job earns now is measured, and fewer executors never earn more than that,
         # whatever the model says; but a backlog being worked off only delays what its
         # executors earn at its input, so that is their worth.
         current = now
-        backlog = job.metrics.backlog_rows if job.metrics is not None else None
-        if backlog and self.draining(job) and job.metrics is not None:
-            steady = job.metrics.input_rate or 0.0
-            current = max(now, predicted_utility(model, job, job.executors, steady))
-        held = job.executors
+        m = job.metrics
+        if m is not None and m.backlog_rows and self.draining(job):
+            current = max(now, predicted_utility(model, job, held, m.input_rate or 0.0))
         kept = [
-            (n, min(v, current) if n < held else v)
+            (n, v if v < current else current) if n < held else (n, v)
             for n, v in points
             if n < held or (n > held and can_grow)
         ]
-        kept.append((held, current + 2 * eps + _HEADROOM_CREDIT * job.priority))
+        kept.append((held, current + 2 * eps + _HEADROOM_CREDIT * priority))
         return Offer.of(job, kept)
 
     def ready_rate(self, job: JobView) -> float | None:
@@ -553,11 +554,6 @@ class ProductRound:
             return None
         peak = self.state.peaks.get(job.job_id)
         return max(rate, peak[0]) if peak is not None else rate
-
-    def grown_rate(self, job: JobView) -> float | None:
-        """What a growing job is sized for: :meth:`ready_rate` with ``headroom``."""
-        rate = self.ready_rate(job)
-        return None if rate is None else rate * (1 + self.s.headroom)
 
     def untrusted_target(self, job: JobView) -> int | None:
         """Eq. 2.4's step, and at least the executors the job registered with; ``None`` while
