@@ -85,7 +85,8 @@ def execute(run: BenchRun, out_dir: Path) -> RunOutput:
     return RunOutput(run, written.summary, result if run.plot else None)
 
 
-def _quiet_worker() -> None:
+def quiet_worker() -> None:
+    """Set up a worker process's logging: warnings only."""
     from scheduler.logs import configure_logging
 
     configure_logging("warning", "console")  # one log line per round would drown the bar
@@ -99,7 +100,7 @@ def _outputs(runs: Sequence[BenchRun], out_dir: Path, jobs: int) -> Iterator[Run
             yield execute(run, out_dir)
         return
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_quiet_worker) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=quiet_worker) as pool:
         futures: list[Future[RunOutput]] = [pool.submit(execute, r, out_dir) for r in runs]
         for future in as_completed(futures):
             yield future.result()

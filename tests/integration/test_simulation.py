@@ -17,9 +17,8 @@ import pytest
 import yaml
 from rich.console import Console
 
-from scheduler.bench.policies import run_bench
+from scheduler.bench.policies import quiet_worker, run_bench
 from scheduler.core.slo import meets_slo
-from scheduler.logs import configure_logging
 from scheduler.sim.run import run_scenario
 from scheduler.sim.scenario import JobScenario, Scenario
 from scheduler.sim.scenario_file import SCENARIO_DIR, load_scenario
@@ -117,16 +116,12 @@ def _satisfaction(scenario: Scenario, policy: str) -> float:
     return _mean_satisfaction(run_scenario(scenario, policy, seed=1, oracle=False))
 
 
-def _quiet() -> None:
-    configure_logging("warning", "console")
-
-
 def test_diurnal_henge_paper_beats_static_at_initial_size_5x_and_static_sized_for_median():
     scenario = load_scenario("diurnal")
     # Three runs of three simulated days: two at a time, in fresh processes (the suite runs in
     # one process and would leave the second core idle for a minute and a half).
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(2, mp_context=context, initializer=_quiet) as pool:
+    with ProcessPoolExecutor(2, mp_context=context, initializer=quiet_worker) as pool:
         henge, initial, by_hand = pool.map(
             _satisfaction,
             [scenario, scenario, _sized_for_median_load(scenario)],

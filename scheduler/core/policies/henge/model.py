@@ -188,7 +188,7 @@ def usable(model: JobModel | None, job: JobView, min_windows: int) -> bool:
     m = job.metrics
     if m is None or not m.input_rate or m.input_rate <= 0:
         return False
-    return model.overhead_s is not None or job.slo.latency_ms is None
+    return not (job.slo.has_latency and model.overhead_s is None)
 
 
 def sizes(model: JobModel | None, job: JobView, min_windows: int) -> bool:
