@@ -9,7 +9,9 @@
 # so the resolver takes henge-agent from here); the final image holds only that virtualenv on a
 # slim Python 3.11. The Alembic migrations travel inside the wheel (scheduler/_migrations, see
 # pyproject.toml), so `henge migrate` works from the image with nothing else copied. Every
-# dependency ships manylinux wheels, so neither stage needs a compiler.
+# dependency ships manylinux wheels, so neither stage needs a compiler. The image runs the core as
+# plain Python: the mypyc build of a development checkout (make setup) stays out of the context
+# (.dockerignore), see scheduler/compiled.py.
 #
 # tests/helm/test_dockerfile.py replays the builder's RUN lines in a fresh venv and runs the
 # installed `henge` (keep the builder's RUN lines plain shell: that test executes them).

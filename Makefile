@@ -3,13 +3,17 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The core modules compiled with mypyc (scheduler/compiled.py): rebuilt whenever a core source
+# changes, since the group is compiled as one.
+COMPILED     := $(VENV)/.compiled
+CORE_SOURCES := $(shell find scheduler/core -name '*.py') scheduler/compiled.py scripts/compile_core.py
 
 # The agent is a distribution of its own (agent/, henge-agent) that henge depends on: both are
 # installed in one pip call so the resolver takes henge-agent from this tree.
 LINT_PATHS := scheduler agent tests migrations examples/spark
 AGENT_WHEEL_DIR := dist
 
-.PHONY: setup demo test lint typecheck postgres agent-wheel clean
+.PHONY: setup demo test lint typecheck postgres agent-wheel uncompile clean
 
 $(STAMP): pyproject.toml agent/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +21,16 @@ $(STAMP): pyproject.toml agent/pyproject.toml
 	$(BIN)/pip install --quiet -e ./agent -e ".[dev,spark]"
 	touch $(STAMP)
 
-setup: $(STAMP)  ## create .venv and install the project with its dev tools
+$(COMPILED): $(STAMP) $(CORE_SOURCES)
+	$(BIN)/python scripts/compile_core.py
+	touch $(COMPILED)
+
+setup: $(STAMP) $(COMPILED)  ## create .venv, install the project with its dev tools, compile the core
+
+uncompile:  ## remove the compiled core: run the plain Python source (`make setup` compiles again)
+	rm -f $(COMPILED) henge_core__mypyc.*.so
+	find scheduler -name '*.so' -delete
+	rm -rf build/mypyc
 
 demo: setup  ## run `henge demo` on the embedded defaults (SQLite, simulated cluster)
 	$(BIN)/henge demo
@@ -39,5 +52,5 @@ agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's d
 test: setup postgres lint typecheck  ## every check and every test
 	$(BIN)/pytest
 
-clean:
+clean: uncompile
 	rm -rf $(VENV) $(AGENT_WHEEL_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis henge.db henge.db-*

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from scheduler.api_client import ClientError, HengeClient, resolve_config
 from scheduler.bench.server import DEFAULT_PG_SERVER
+from scheduler.compiled import stale_message, stale_modules
 
 app = typer.Typer(
     name="henge",
@@ -912,6 +913,9 @@ def _seeds(seeds: str, seed: int | None) -> list[int]:
 
 def main() -> None:
     """Entry point: every expected failure becomes one line on stderr and exit code 1."""
+    stale = stale_modules()
+    if stale:
+        _fail(stale_message(stale))
     try:
         app()
     except (CLIError, ClientError) as exc:

@@ -17,15 +17,24 @@ from sqlalchemy.orm import Session
 from scheduler.api.app import create_app
 from scheduler.api.deps import get_session
 from scheduler.cluster.static import StaticCluster
+from scheduler.compiled import stale_message, stale_modules
 from scheduler.config import Settings
 from scheduler.registry import migrate
 from scheduler.registry.engine import make_engine
 from scheduler.web import mount_dashboard
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
+
 SERVER_URL = os.environ.get(
     "HENGE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A compiled core module older than its source would test code that is no longer on disk.
+    stale = stale_modules()
+    if stale:
+        pytest.exit(stale_message(stale), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def _libpq(url: str) -> str:

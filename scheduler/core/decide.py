@@ -64,7 +64,7 @@ class CoreSettings:
             raise PolicySettingsError("outage_fraction must be in [0, 1)")
         if self.recovery_observe_s < 0:
             raise PolicySettingsError("recovery_observe_s must be >= 0")
-        if self.admission not in {"policy", *(r.value for r in AdmissionRule)}:
+        if self.admission not in {"policy", *[r.value for r in AdmissionRule]}:
             raise PolicySettingsError("admission must be one of policy, slos-met, fits, priority")
 
     def build_policy(self) -> Policy[Any]:

@@ -23,7 +23,10 @@ StateT = TypeVar("StateT")
 class Policy(Protocol[StateT]):
     """What every scheduling policy provides."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The name the policy is registered and recorded under."""
+        ...
 
     def initial_state(self) -> StateT: ...
 

@@ -207,6 +207,7 @@ def test_dockerignore_keeps_the_sources_and_drops_the_rest(stages: list[Stage]) 
         "deploy/helm/henge/Chart.yaml",
         "agent/dist/henge_agent-0.1.0-py3-none-any.whl",
         "agent/henge_agent/__pycache__/agent.cpython-311.pyc",
+        "scheduler/core/slo.cpython-311-x86_64-linux-gnu.so",
     ]:
         assert dockerignore_excludes(dropped, patterns), dropped
 

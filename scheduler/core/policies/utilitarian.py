@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from scheduler.core.admission import AdmissionRule
 from scheduler.core.model import Plan, Snapshot
@@ -26,8 +26,9 @@ surplus is given back in the round it appears."""
 
 
 class UtilitarianPolicy(HengeProductPolicy):
-    name = NAME
-    admission_rule = AdmissionRule.FITS
+    # (class variables: the class is compiled, see scheduler/compiled.py)
+    name: ClassVar[str] = NAME
+    admission_rule: ClassVar[AdmissionRule] = AdmissionRule.FITS
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> UtilitarianPolicy:

@@ -54,7 +54,7 @@ def solve(offers: Sequence[Offer], cluster: ClusterView) -> dict[str, int] | Non
     fit."""
     if not offers:
         return None
-    unit = reduce(math.gcd, (o.job.cores_per_executor for o in offers)) or 1
+    unit = reduce(math.gcd, [o.job.cores_per_executor for o in offers]) or 1
     held = fixed = 0
     targets: dict[str, int] = {}
     choices: list[JobChoices] = []

@@ -35,7 +35,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from scheduler.core.admission import AdmissionRule
 from scheduler.core.bounds import upper_bound
@@ -83,8 +83,9 @@ _HEADROOM_CREDIT = 1e-4
 class HengeProductPolicy:
     """The product policy; ``settings`` switch each departure from the paper."""
 
-    name = NAME
-    admission_rule = AdmissionRule.PRIORITY
+    # (class variables: the class is compiled, see scheduler/compiled.py)
+    name: ClassVar[str] = NAME
+    admission_rule: ClassVar[AdmissionRule] = AdmissionRule.PRIORITY
 
     def __init__(self, settings: ProductSettings | None = None) -> None:
         self.settings = settings or ProductSettings()

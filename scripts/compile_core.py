@@ -1,0 +1,58 @@
+"""Compile the core modules named in ``scheduler/compiled.py`` with mypyc, in place.
+
+Run by ``make setup`` with the project's virtualenv (mypy, which ships mypyc, and setuptools
+come with the dev extras; gcc and the Python headers from the machine). The extensions land
+beside their sources (``scheduler/core/….cpython-*.so``) and the group's shared library beside
+the ``scheduler`` package; the C sources and object files go to ``build/mypyc``. Everything it
+writes is ignored by git and left out of the wheel.
+
+    .venv/bin/python scripts/compile_core.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    os.chdir(ROOT)
+    sys.path.insert(0, str(ROOT))
+    # Imported here: the build tools are needed only when compiling.
+    from mypyc.build import mypycify
+    from setuptools import setup
+
+    from scheduler.compiled import COMPILED_MODULES, GROUP, extension_paths, source_path
+
+    paths = [str(source_path(m, ROOT).relative_to(ROOT)) for m in COMPILED_MODULES]
+    # The project's mypy settings also name the agent's package, which is not part of this
+    # build: mypy would count the unused section as an error.
+    options = ["--no-warn-unused-configs"]
+    setup(
+        name=GROUP,
+        packages=[],  # (the extensions only: no package discovery, nothing to install)
+        py_modules=[],
+        ext_modules=mypycify([*options, *paths], group_name=GROUP, target_dir="build/mypyc"),
+        script_args=[
+            "--quiet",
+            "build_ext",
+            "--inplace",
+            "--build-temp",
+            "build/mypyc/temp",
+            "--build-lib",
+            "build/mypyc/lib",
+        ],
+    )
+    # The code lives in the group's library; a module's own extension is a thin loader that
+    # is relinked only when its C changes. Their times mark this build, which is what
+    # ``stale_modules`` compares the sources with.
+    for module in COMPILED_MODULES:
+        for path in extension_paths(module, ROOT):
+            path.touch()
+
+
+if __name__ == "__main__":
+    main()
