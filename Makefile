@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# The core modules compiled with mypyc (scheduler/compiled.py): rebuilt whenever a core source
-# changes, since the group is compiled as one.
-COMPILED     := $(VENV)/.compiled
+# The core modules compiled with mypyc (scheduler/compiled.py), all in one group whose shared
+# library is the target: rebuilt whenever any core source changes (mypyc compiles against the
+# types of the modules it does not compile too).
+COMPILED     := henge_core__mypyc$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 CORE_SOURCES := $(shell find scheduler/core -name '*.py') scheduler/compiled.py scripts/compile_core.py
 
 # The agent is a distribution of its own (agent/, henge-agent) that henge depends on: both are
@@ -23,12 +24,11 @@ $(STAMP): pyproject.toml agent/pyproject.toml
 
 $(COMPILED): $(STAMP) $(CORE_SOURCES)
 	$(BIN)/python scripts/compile_core.py
-	touch $(COMPILED)
 
 setup: $(STAMP) $(COMPILED)  ## create .venv, install the project with its dev tools, compile the core
 
 uncompile:  ## remove the compiled core: run the plain Python source (`make setup` compiles again)
-	rm -f $(COMPILED) henge_core__mypyc.*.so
+	rm -f henge_core__mypyc.*.so
 	find scheduler -name '*.so' -delete
 	rm -rf build/mypyc
 

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from scheduler.api_client import ClientError, HengeClient, resolve_config
 from scheduler.bench.server import DEFAULT_PG_SERVER
-from scheduler.compiled import stale_message, stale_modules
+from scheduler.compiled import build_problems, problem_message
 
 app = typer.Typer(
     name="henge",
@@ -913,9 +913,9 @@ def _seeds(seeds: str, seed: int | None) -> list[int]:
 
 def main() -> None:
     """Entry point: every expected failure becomes one line on stderr and exit code 1."""
-    stale = stale_modules()
-    if stale:
-        _fail(stale_message(stale))
+    problems = build_problems()
+    if problems:
+        _fail(problem_message(problems))
     try:
         app()
     except (CLIError, ClientError) as exc:

@@ -1,14 +1,14 @@
-"""The core modules compiled to C extensions with mypyc, and whether those builds are current.
+"""The core modules compiled to C extensions with mypyc, and whether that build is current.
 
 ``make setup`` compiles the modules a round's decision runs through (``scripts/compile_core.py``):
-``decide()`` then takes about half the time it takes as plain Python, with the same plans (the
-source is the same; ``tests/unit/core/test_compiled.py`` compares the two). Python imports an
-extension module in preference to the ``.py`` beside it, so an extension older than its source
-would run code that is no longer on disk: :func:`stale_modules` finds those, and the ``henge``
-command and the test suite refuse to start with one (``make setup`` rebuilds them, ``make
-uncompile`` removes them to run the plain source).
+``decide()`` then takes less than half the time it takes as plain Python, with the same plans
+(the source is the same; ``tests/unit/core/test_compiled.py`` compares the two). Python imports
+an extension in preference to the ``.py`` beside it, so a build older than the source would run
+code that is no longer on disk: :func:`build_problems` finds that, and the ``henge`` command and
+the test suite refuse to start with one (``make setup`` rebuilds, ``make uncompile`` removes the
+build to run the plain source).
 
-Nothing here is imported by the core: it only reads file times.
+Nothing here is imported by the core: it only reads file names and times.
 """
 
 from __future__ import annotations
@@ -39,10 +39,12 @@ COMPILED_MODULES: tuple[str, ...] = (
 """The modules ``scripts/compile_core.py`` compiles, all in one group."""
 
 GROUP = "henge_core"
-"""Name of the shared library the group's modules load (``henge_core__mypyc.*.so``, beside the
-``scheduler`` package)."""
+"""Name of the group's shared library, which holds the compiled code of every module above
+(``henge_core__mypyc.*.so``, beside the ``scheduler`` package); each module's own extension
+only loads its part."""
 
 _ROOT = Path(__file__).resolve().parent.parent
+_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
 def source_path(module: str, root: Path = _ROOT) -> Path:
@@ -50,38 +52,62 @@ def source_path(module: str, root: Path = _ROOT) -> Path:
     return root.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def extension_paths(module: str, root: Path = _ROOT) -> list[Path]:
-    """The compiled extensions of ``module`` under ``root`` (none when it runs as plain Python)."""
+def built_files(root: Path = _ROOT) -> list[Path]:
+    """Every extension under ``root``'s ``scheduler/``, and the group's library."""
+    package = [p for p in (root / "scheduler").rglob("*.so") if p.name.endswith(_SUFFIXES)]
+    return package + group_libraries(root)
+
+
+def group_libraries(root: Path = _ROOT) -> list[Path]:
+    return [p for p in root.glob(f"{GROUP}__mypyc*.so") if p.name.endswith(_SUFFIXES)]
+
+
+def is_extension_of(path: Path, module: str, root: Path = _ROOT) -> bool:
     source = source_path(module, root)
-    return [
-        source.with_name(source.stem + suffix)
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES
-        if source.with_name(source.stem + suffix).exists()
-    ]
+    return path.parent == source.parent and any(path.name == source.stem + s for s in _SUFFIXES)
 
 
 def compiled_modules(root: Path = _ROOT) -> list[str]:
-    """The modules of :data:`COMPILED_MODULES` that have a compiled extension under ``root``."""
-    return [m for m in COMPILED_MODULES if extension_paths(m, root)]
+    """The modules of :data:`COMPILED_MODULES` that have an extension under ``root``."""
+    built = built_files(root)
+    return [m for m in COMPILED_MODULES if any(is_extension_of(p, m, root) for p in built)]
 
 
-def stale_modules(root: Path = _ROOT) -> list[str]:
-    """Source files changed after their module was compiled (the extension would run old code)."""
-    stale = []
-    for module in COMPILED_MODULES:
-        source = source_path(module, root)
-        built = extension_paths(module, root)
-        if built and source.exists():
-            oldest = min(p.stat().st_mtime for p in built)
-            if source.stat().st_mtime > oldest:
-                stale.append(str(source.relative_to(root)))
-    return stale
+def build_problems(root: Path = _ROOT) -> list[str]:
+    """Why the compiled build under ``root`` would not run the source on disk (empty: no build,
+    or a current one). The build depends on every core module, compiled or not (mypyc compiles
+    against their types), so any of them changed after it makes it stale."""
+    built = built_files(root)
+    if not built:
+        return []
+    problems = []
+    strays = [p for p in built if p.parent != root and not _listed(p, root)]
+    if strays:
+        problems.append(f"extensions of modules that are not compiled: {_few(strays, root)}")
+    if not group_libraries(root):
+        problems.append(f"the group's library {GROUP}__mypyc*.so is missing")
+    missing = [m for m in COMPILED_MODULES if m not in compiled_modules(root)]
+    if missing:
+        problems.append(f"modules not compiled: {', '.join(missing[:3])}")
+    oldest = min(p.stat().st_mtime for p in built)
+    newer = [p for p in (root / "scheduler" / "core").rglob("*.py") if p.stat().st_mtime > oldest]
+    if newer:
+        problems.append(f"sources changed since the build: {_few(sorted(newer), root)}")
+    return problems
 
 
-def stale_message(stale: list[str]) -> str:
-    """What to tell someone about to run old compiled code."""
+def _listed(path: Path, root: Path) -> bool:
+    return any(is_extension_of(path, m, root) for m in COMPILED_MODULES)
+
+
+def _few(paths: list[Path], root: Path) -> str:
+    names = [p.relative_to(root).as_posix() for p in paths]
+    return ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+
+
+def problem_message(problems: list[str]) -> str:
+    """What to tell someone about to run a compiled core that does not match the source."""
     return (
-        f"the compiled core is older than its source ({', '.join(stale[:3])}"
-        f"{' …' if len(stale) > 3 else ''}): run `make setup` to rebuild it, or `make uncompile` "
-        "to run the plain Python source"
+        f"the compiled core does not match the source ({'; '.join(problems)}): run `make setup` "
+        "to rebuild it, or `make uncompile` to run the plain Python source"
     )

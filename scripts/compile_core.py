@@ -25,8 +25,12 @@ def main() -> None:
     from mypyc.build import mypycify
     from setuptools import setup
 
-    from scheduler.compiled import COMPILED_MODULES, GROUP, extension_paths, source_path
+    from scheduler.compiled import COMPILED_MODULES, GROUP, built_files, source_path
 
+    # A module renamed or taken off the list would otherwise keep its old extension, which
+    # Python would still import.
+    for path in built_files(ROOT):
+        path.unlink()
     paths = [str(source_path(m, ROOT).relative_to(ROOT)) for m in COMPILED_MODULES]
     # The project's mypy settings also name the agent's package, which is not part of this
     # build: mypy would count the unused section as an error.
@@ -46,12 +50,10 @@ def main() -> None:
             "build/mypyc/lib",
         ],
     )
-    # The code lives in the group's library; a module's own extension is a thin loader that
-    # is relinked only when its C changes. Their times mark this build, which is what
-    # ``stale_modules`` compares the sources with.
-    for module in COMPILED_MODULES:
-        for path in extension_paths(module, ROOT):
-            path.touch()
+    # Copied from build/mypyc/lib, the files keep the times of builds that did not change
+    # them; the build's time is what ``build_problems`` compares the sources with.
+    for path in built_files(ROOT):
+        path.touch()
 
 
 if __name__ == "__main__":

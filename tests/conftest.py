@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from scheduler.api.app import create_app
 from scheduler.api.deps import get_session
 from scheduler.cluster.static import StaticCluster
-from scheduler.compiled import stale_message, stale_modules
+from scheduler.compiled import build_problems, problem_message
 from scheduler.config import Settings
 from scheduler.registry import migrate
 from scheduler.registry.engine import make_engine
@@ -31,10 +31,10 @@ SERVER_URL = os.environ.get(
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # A compiled core module older than its source would test code that is no longer on disk.
-    stale = stale_modules()
-    if stale:
-        pytest.exit(stale_message(stale), returncode=pytest.ExitCode.USAGE_ERROR)
+    # A compiled core older than its source would test code that is no longer on disk.
+    problems = build_problems()
+    if problems:
+        pytest.exit(problem_message(problems), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def _libpq(url: str) -> str:

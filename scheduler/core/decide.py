@@ -64,6 +64,7 @@ class CoreSettings:
             raise PolicySettingsError("outage_fraction must be in [0, 1)")
         if self.recovery_observe_s < 0:
             raise PolicySettingsError("recovery_observe_s must be >= 0")
+        # (a list, not a generator: the module is compiled, and mypyc builds a list anyway)
         if self.admission not in {"policy", *[r.value for r in AdmissionRule]}:
             raise PolicySettingsError("admission must be one of policy, slos-met, fits, priority")
 

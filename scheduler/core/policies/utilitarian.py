@@ -26,7 +26,8 @@ surplus is given back in the round it appears."""
 
 
 class UtilitarianPolicy(HengeProductPolicy):
-    # (class variables: the class is compiled, see scheduler/compiled.py)
+    # (class variables: mypyc compiles this class, and would make plain attributes per-instance
+    # defaults that the registry could not read from the class)
     name: ClassVar[str] = NAME
     admission_rule: ClassVar[AdmissionRule] = AdmissionRule.FITS
 

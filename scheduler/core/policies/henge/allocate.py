@@ -54,6 +54,7 @@ def solve(offers: Sequence[Offer], cluster: ClusterView) -> dict[str, int] | Non
     fit."""
     if not offers:
         return None
+    # (a list, not a generator: the module is compiled, and mypyc builds a list anyway)
     unit = reduce(math.gcd, [o.job.cores_per_executor for o in offers]) or 1
     held = fixed = 0
     targets: dict[str, int] = {}

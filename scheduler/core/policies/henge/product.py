@@ -83,7 +83,8 @@ _HEADROOM_CREDIT = 1e-4
 class HengeProductPolicy:
     """The product policy; ``settings`` switch each departure from the paper."""
 
-    # (class variables: the class is compiled, see scheduler/compiled.py)
+    # (class variables: mypyc compiles this class, and would make plain attributes per-instance
+    # defaults that the registry could not read from the class)
     name: ClassVar[str] = NAME
     admission_rule: ClassVar[AdmissionRule] = AdmissionRule.PRIORITY
 
