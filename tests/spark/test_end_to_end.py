@@ -133,7 +133,19 @@ def _an_executor_dies(
 ) -> None:
     """One of the app's executor processes is killed (SIGKILL): Spark starts another, the agent
     counts the loss, and the scheduler neither moves the job's target nor records an action."""
-    target = http.get(f"/v1/jobs/{job['id']}", headers=as_tenant).json()["executors"]["target"]
+
+    def target_now() -> int:
+        answer = http.get(f"/v1/jobs/{job['id']}", headers=as_tenant).json()
+        return int(answer["executors"]["target"])
+
+    # The job may still be settling from the steps before (an executor leaving after a resize
+    # exits a little after the count drops): start from a running count that equals the target.
+    def settled() -> bool:
+        running = len(cluster.executor_pids(app.name))
+        return running == target_now() == app.status().get("executors")
+
+    wait_for(f"{app.name} running exactly its target", settled, 90, (app,))
+    target = target_now()
     actions = _actions_on(http, admin, job["id"])
     pids = cluster.executor_pids(app.name)
     assert len(pids) == target, (pids, target)
