@@ -267,3 +267,19 @@ def test_a_grown_job_whose_input_kept_rising_is_credited_not_left_out_of_the_jud
     plan, _ = decide(policy, [calmer, bronze], ProductState(last_move=move), 0, free=0.0)
     assert plan.action is ActionKind.REVERT
     assert targets(plan) == {"gold": 1, "bronze": 2}
+
+
+def test_a_step_of_one_executor_is_worth_what_it_earns_over_what_the_job_earns_now() -> None:
+    policy = HengeProductPolicy()
+    # No model yet and room for one executor more: eq. 2.4 steps by one, which makes up the
+    # 15.3 the top job misses. The donor, cut below its need, loses all of its 10 (its model
+    # puts it past saturation). Valued at half its gain (7.65), as the held count once was, the
+    # step would not pay for the donor's loss; valued at all of it, it does.
+    top = job("top", priority=90.0, executors=1, max_executors=2, utility=74.7, capacity=0.95)
+    donor = streaming("donor", 13, 4000.0)
+    state = ProductState(models=fitted([donor]))
+    plan, _ = decide(policy, [top, donor], state, 0, free=0.0)
+    assert plan.action is ActionKind.RECONFIGURE, plan.reason
+    moved = targets(plan)
+    assert moved["top"] == 2 and moved["donor"] < 13, plan.reason
+    assert "eq. 2.4" in next(c.reason for c in plan.changes if c.job_id == "top")

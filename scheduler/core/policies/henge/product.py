@@ -508,11 +508,14 @@ class ProductRound:
             target = self.untrusted_target(job)
             if can_grow and target is not None and not meets:
                 # Eq. 2.4's step, and the way there at a utility assumed to rise evenly, so
-                # that the solver can give part of the step when the whole does not pay.
+                # that the solver can give part of the step when the whole does not pay. A
+                # share too small to round to one more executor earns nothing: valued at the
+                # held count, it would make staying put look better than what is measured.
                 for k in range(1, self._grid + 1):
                     share = k / self._grid
                     count = held + round(share * (target - held))
-                    points.append((count, now + share * (priority - now) + eps))
+                    if count > held:
+                        points.append((count, now + share * (priority - now) + eps))
             return Offer.of(job, points)
         need = executors_needed(model, job, rate, top, rho)
         self._needs[job.job_id] = need
