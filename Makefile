@@ -49,8 +49,8 @@ typecheck: setup
 agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's driver installs)
 	$(BIN)/python -m build --wheel --outdir $(AGENT_WHEEL_DIR) agent
 
-test: setup postgres lint typecheck  ## every check and every test
-	$(BIN)/pytest
+test: setup postgres lint typecheck  ## every check and every test (and the slowest 25 tests' times)
+	$(BIN)/pytest --durations=25
 
 clean: uncompile
 	rm -rf $(VENV) $(AGENT_WHEEL_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis henge.db henge.db-*

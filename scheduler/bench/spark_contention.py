@@ -112,9 +112,9 @@ _POLICY = {"stabilization_s": 20}
 
 SHORT = ContentionSpec(
     _TIERS, worker_cores=5, cost_us=10_000, partitions=2, trigger_s=2,
-    settle_s=10, spike_s=100, after_s=130, policy_params=_POLICY, end_once_back_s=5,
+    settle_s=10, spike_s=120, after_s=130, policy_params=_POLICY, end_once_back_s=5,
 )  # fmt: skip
-"""What the end-to-end test runs (about 4 minutes with start-up)."""
+"""What the end-to-end test runs (4–5 minutes with start-up)."""
 LONG = replace(SHORT, settle_s=120, spike_s=420, after_s=300, end_once_back_s=None)
 """What ``henge bench spark-contention`` runs."""
 
@@ -207,6 +207,8 @@ def run_contention(
 ) -> ContentionRun:
     """Run ``spec`` end to end in ``workdir`` (logs, status files, checkpoints) and return what
     was recorded. ``database_url`` is an empty Postgres database (migrated here)."""
+    # The drivers run from the repository's root: every path handed to them is absolute.
+    workdir = workdir.absolute()
     workdir.mkdir(parents=True, exist_ok=True)
     cluster = LocalCluster(workers=1, worker_cores=spec.worker_cores, worker_memory="4g")
     apps: list[App] = []

@@ -89,8 +89,10 @@ def distributions(python: Path) -> dict[str, list[str]]:
 
 def driver_environment(path: Path, wheel: Path, reuse: bool = False) -> Path:
     """A virtualenv for the example drivers: the agent's wheel, PySpark and pyarrow (the
-    examples' Python data source needs it). Returns its python. With ``reuse``, a virtualenv
-    already at ``path`` only gets ``wheel`` reinstalled (building one takes minutes)."""
+    examples' Python data source needs it). Returns its python as an absolute path: Spark's
+    executors start it from working folders of their own. With ``reuse``, a virtualenv already
+    at ``path`` only gets ``wheel`` reinstalled (building one takes minutes)."""
+    path = path.absolute()
     python = path / "bin" / "python"
     if reuse and python.exists():
         pip_install(python, "--no-deps", "--force-reinstall", str(wheel))
