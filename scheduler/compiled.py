@@ -62,18 +62,19 @@ def group_libraries(root: Path = _ROOT) -> list[Path]:
     return [p for p in root.glob(f"{GROUP}__mypyc*.so") if p.name.endswith(_SUFFIXES)]
 
 
-def is_extension_of(path: Path, module: str, root: Path = _ROOT) -> bool:
-    source = source_path(module, root)
-    return path.parent == source.parent and any(path.name == source.stem + s for s in _SUFFIXES)
+def module_of(path: Path, root: Path = _ROOT) -> str | None:
+    """The module of :data:`COMPILED_MODULES` whose extension ``path`` is, if any."""
+    for module in COMPILED_MODULES:
+        source = source_path(module, root)
+        if path.parent == source.parent and any(path.name == source.stem + s for s in _SUFFIXES):
+            return module
+    return None
 
 
 def compiled_modules(root: Path = _ROOT) -> list[str]:
     """The modules of :data:`COMPILED_MODULES` that have an extension under ``root``."""
-    return _modules_of(built_files(root), root)
-
-
-def _modules_of(built: list[Path], root: Path) -> list[str]:
-    return [m for m in COMPILED_MODULES if any(is_extension_of(p, m, root) for p in built)]
+    owners = {module_of(p, root) for p in built_files(root)}
+    return [m for m in COMPILED_MODULES if m in owners]
 
 
 def build_problems(root: Path = _ROOT) -> list[str]:
@@ -84,13 +85,14 @@ def build_problems(root: Path = _ROOT) -> list[str]:
     if not built:
         return []
     problems = []
-    strays = [p for p in built if p.parent != root and not _listed(p, root)]
+    # (one pass over the files found: `henge` and every test session start with this check)
+    owners = {p: module_of(p, root) for p in built}
+    strays = [p for p, module in owners.items() if p.parent != root and module is None]
     if strays:
         problems.append(f"extensions of modules that are not compiled: {_few(strays, root)}")
     if not any(p.parent == root for p in built):
         problems.append(f"the group's library {GROUP}__mypyc*.so is missing")
-    # (the files are read once: `henge` and every test session start with this check)
-    compiled = _modules_of(built, root)
+    compiled = set(owners.values())
     missing = [m for m in COMPILED_MODULES if m not in compiled]
     if missing:
         problems.append(f"modules not compiled: {', '.join(missing[:3])}")
@@ -99,10 +101,6 @@ def build_problems(root: Path = _ROOT) -> list[str]:
     if newer:
         problems.append(f"sources changed since the build: {_few(sorted(newer), root)}")
     return problems
-
-
-def _listed(path: Path, root: Path) -> bool:
-    return any(is_extension_of(path, m, root) for m in COMPILED_MODULES)
 
 
 def _few(paths: list[Path], root: Path) -> str:
