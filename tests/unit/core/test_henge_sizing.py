@@ -116,6 +116,50 @@ def test_model_recovers_rows_per_core_second_overhead_and_trigger(
         assert model.trigger_s == pytest.approx(trigger)
 
 
+def _late(view: JobView, behind_fraction: float, **changes: float) -> JobView:
+    """``view`` with some of its window's sub-windows behind (and other metrics changed)."""
+    assert view.metrics is not None
+    metrics = replace(view.metrics, behind_fraction=behind_fraction, **changes)
+    return replace(view, metrics=metrics)
+
+
+def test_model_reads_the_trigger_from_gapped_batches_even_when_a_few_ran_late() -> None:
+    # A job near its SLO has a late batch now and then; the gaps between the others still
+    # show the 5 s trigger. Assuming batches back to back instead predicts a latency below
+    # the real one (1.5 × o / (1 - ρ) against o + ρT + T/2), so the job would be sized short.
+    slo = SLO(latency_ms=5000.0)
+    views = [_late(model_job(20, 4000.0, slo, reported=at(10 * k), trigger=5.0), 1 / 3)
+             for k in range(3)]  # fmt: skip
+    model = fitted(views)
+    assert model.trigger_s == pytest.approx(5.0)
+    paced = predict(model, views[-1], 20, 4000.0)[1]
+    assert paced == pytest.approx(views[-1].metrics.latency_ms)  # type: ignore[union-attr]
+    unpaced = predict(model._replace(trigger_s=None), views[-1], 20, 4000.0)[1]
+    assert unpaced is not None and paced is not None and unpaced < paced
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        # One long batch working off a backlog, then short ones: the gaps between starts are
+        # longer than the mean batch, but the rows waited 30 s, far more than a gap and a batch.
+        ({"latency_ms": 30_000.0}, "gaps from a backlog drained, not from a trigger"),
+        # 0.8 s is the batches' own duration here (0.5 / (1 - 0.4)).
+        ({"trigger_interval_s": 0.8}, "late batches back to back: no sign of no trigger either"),
+        # Two or three batches in a 60 s window: the mean gap may come from a batch begun
+        # before the window.
+        ({"trigger_interval_s": 25.0, "seconds": 60.0}, "too few gaps in the window"),
+    ],
+)
+def test_model_learns_no_trigger_from_a_window_that_cannot_show_it(
+    changes: dict[str, float], why: str
+) -> None:
+    slo = SLO(latency_ms=5000.0)
+    views = [_late(model_job(20, 4000.0, slo, reported=at(10 * k), trigger=5.0), 1 / 3,
+                   **changes) for k in range(3)]  # fmt: skip
+    assert fitted(views).trigger_s is None, why
+
+
 def test_model_folds_each_report_once() -> None:
     view = model_job(4, 4000.0, SLO(latency_ms=2000.0))
     once = observe(None, view, 0.3)

@@ -33,6 +33,9 @@ _GAP = 0.1
 _KEEPING_UP = 0.99
 """A window whose juice is below this is behind (its batches drain a backlog)."""
 
+_GAPS_SEEN = 3
+"""Gaps between batch starts a window must span for its mean gap to be read as the trigger."""
+
 _QUANTILE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
 
 
@@ -77,6 +80,30 @@ def _behind(m: JobMetrics) -> bool:
     return bool(m.behind_fraction) or (m.juice is not None and m.juice < _KEEPING_UP)
 
 
+def _paced(m: JobMetrics) -> bool:
+    """Batches leave idle gaps between them (on average)."""
+    assert m.trigger_interval_s is not None and m.mean_batch_s is not None
+    return m.trigger_interval_s > m.mean_batch_s * (1 + _GAP)
+
+
+def _shows_trigger(m: JobMetrics) -> bool:
+    """Whether the window's gaps between batch starts are the trigger interval.
+
+    They are when batches leave gaps and no backlog held the rows (they waited no longer than
+    one gap and one batch), even if a few batches ran late (a job near its SLO often has some).
+    A window working off a backlog shows gaps too (one long batch, then short ones), but its
+    rows waited longer. A window with late batches must also span several gaps
+    (:data:`_GAPS_SEEN`): with one or two long batches in it, one that began before the window
+    skews the mean gap against the mean duration.
+    """
+    assert m.trigger_interval_s is not None and m.mean_batch_s is not None
+    gap = m.trigger_interval_s
+    waited_s = m.latency_ms / 1000.0 if m.latency_ms is not None else math.inf
+    if not _paced(m) or waited_s > m.mean_batch_s + gap:
+        return False
+    return not _behind(m) or not m.seconds or _GAPS_SEEN * gap <= m.seconds
+
+
 def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel | None:
     """``previous`` updated with the job's current window (unchanged if it has nothing new)."""
     m = job.metrics
@@ -108,18 +135,19 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
     trigger: float | None = None
     # Batch timing is read only from windows on one executor count (batches on another count
     # ran on other cores). The per-batch overhead comes from the batches' durations against
-    # their sizes when those vary, else from the means; the time between batch starts is the
-    # trigger only while the job keeps up (a job working off a backlog runs its batches back to
-    # back).
+    # their sizes when those vary, else from the means. Batches back to back show there is no
+    # trigger only while the job keeps up (a job working off a backlog runs them back to back
+    # whatever its trigger).
     if m.mean_batch_s is not None and m.trigger_interval_s and m.steady:
         if m.batch_overhead_s is not None:
             overhead = m.batch_overhead_s
         else:
             rows = m.mean_batch_rows if m.mean_batch_rows else rate * m.trigger_interval_s
             overhead = max(0.0, m.mean_batch_s - rows * cost / cores)
-        if not _behind(m):
-            paced = m.trigger_interval_s > m.mean_batch_s * (1 + _GAP)
-            trigger = m.trigger_interval_s if paced else 0.0
+        if _shows_trigger(m):
+            trigger = m.trigger_interval_s
+        elif not _paced(m) and not _behind(m):
+            trigger = 0.0
     if previous is None:
         return JobModel(cost, overhead, trigger, 1, stamp)
     return JobModel(  # (positional: a round folds in a window of every job)
