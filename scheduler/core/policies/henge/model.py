@@ -80,26 +80,20 @@ def _behind(m: JobMetrics) -> bool:
     return bool(m.behind_fraction) or (m.juice is not None and m.juice < _KEEPING_UP)
 
 
-def _paced(m: JobMetrics) -> bool:
-    """Batches leave idle gaps between them (on average)."""
-    assert m.trigger_interval_s is not None and m.mean_batch_s is not None
-    return m.trigger_interval_s > m.mean_batch_s * (1 + _GAP)
+def _gaps_show_trigger(m: JobMetrics) -> bool:
+    """Whether a window whose batches leave gaps shows the trigger interval in them.
 
-
-def _shows_trigger(m: JobMetrics) -> bool:
-    """Whether the window's gaps between batch starts are the trigger interval.
-
-    They are when batches leave gaps and no backlog held the rows (they waited no longer than
-    one gap and one batch), even if a few batches ran late (a job near its SLO often has some).
-    A window working off a backlog shows gaps too (one long batch, then short ones), but its
-    rows waited longer. A window with late batches must also span several gaps
-    (:data:`_GAPS_SEEN`): with one or two long batches in it, one that began before the window
-    skews the mean gap against the mean duration.
+    It does when no backlog held the rows (they waited no longer than one gap and one batch),
+    even if a few batches ran late (a job near its SLO often has some). A window working off a
+    backlog shows gaps too (one long batch, then short ones), but its rows waited longer. A
+    window with late batches must also span several gaps (:data:`_GAPS_SEEN`): with one or two
+    long batches in it, one that began before the window skews the mean gap against the mean
+    duration.
     """
     assert m.trigger_interval_s is not None and m.mean_batch_s is not None
     gap = m.trigger_interval_s
     waited_s = m.latency_ms / 1000.0 if m.latency_ms is not None else math.inf
-    if not _paced(m) or waited_s > m.mean_batch_s + gap:
+    if waited_s > m.mean_batch_s + gap:
         return False
     return not _behind(m) or not m.seconds or _GAPS_SEEN * gap <= m.seconds
 
@@ -144,9 +138,10 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
         else:
             rows = m.mean_batch_rows if m.mean_batch_rows else rate * m.trigger_interval_s
             overhead = max(0.0, m.mean_batch_s - rows * cost / cores)
-        if _shows_trigger(m):
+        paced = m.trigger_interval_s > m.mean_batch_s * (1 + _GAP)
+        if paced and _gaps_show_trigger(m):
             trigger = m.trigger_interval_s
-        elif not _paced(m) and not _behind(m):
+        elif not paced and not _behind(m):
             trigger = 0.0
     if previous is None:
         return JobModel(cost, overhead, trigger, 1, stamp)
