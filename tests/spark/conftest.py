@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.spark.apps import EXAMPLES, ROOT, App, driver_env, start_app, wait_for
+from scheduler.spark.apps import EXAMPLES, ROOT, App, WaitFailed, driver_env, start_app, wait_for
 from scheduler.spark.driver_env import build_agent_wheel, driver_environment
 from scheduler.spark.local_cluster import LocalCluster, java_available
 
 AGENT_PROJECT = ROOT / "agent"
 # The launch aids are the package's (the benchmarks use them too); tests import them from here.
-__all__ = ["EXAMPLES", "App", "driver_env", "start_app", "wait_for"]
+__all__ = ["EXAMPLES", "App", "WaitFailed", "driver_env", "start_app", "wait_for"]
 
 
 def spark_unavailable() -> str | None:
