@@ -585,6 +585,13 @@ def bench_overhead(
 def bench_reference(
     scenarios: Annotated[str, typer.Option(help="Comma-separated scenarios.")] = "tiers-diurnal",
     seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "1,2,3",
+    lookbacks: Annotated[
+        str,
+        typer.Option(
+            help="Seconds of past input, comma-separated: one reactive reference per value, "
+            "sized for the worst input of that stretch.",
+        ),
+    ] = "30,60",
     json_file: FiguresFile = None,
 ) -> None:
     """How much of the oracle's bound is reachable: allocations from the true job curves,
@@ -592,13 +599,20 @@ def bench_reference(
     from scheduler.bench.reference import measure_references
     from scheduler.bench.table import Spread, fraction_text
     from scheduler.logs import configure_logging
-    from scheduler.sim.reference import REFERENCES
+    from scheduler.sim.reference import references
 
+    try:
+        stretches = [float(s) for s in lookbacks.split(",") if s.strip()]
+    except ValueError as exc:
+        raise CLIError(f"--lookbacks takes seconds separated by commas, not {lookbacks!r}") from exc
+    if any(not 0 < s < float("inf") for s in stretches):
+        raise CLIError("--lookbacks must be a finite number of seconds > 0 each")
+    chosen = references(stretches)
     configure_logging("warning", "console")
     names = [n for n in scenarios.split(",") if n]
     for name in names:
         _load_scenario(name)
-    figures = measure_references(names, _seeds(seeds, None))
+    figures = measure_references(names, _seeds(seeds, None), chosen)
     rows = [
         [
             scenario,
@@ -611,7 +625,7 @@ def bench_reference(
     ]
     columns = ["scenario", "reference", "utility fraction", "oracle fraction"]
     _table("reference allocations (mean (worst) over the seeds)", columns, rows)
-    for reference in REFERENCES:
+    for reference in chosen:
         out.print(f"{reference.name}: {reference.summary}", highlight=False, soft_wrap=True)
     _write_json(json_file, figures)
 

@@ -8,12 +8,16 @@ from dataclasses import asdict
 from typing import Any
 
 from scheduler.bench.table import spread_of
-from scheduler.sim.reference import REFERENCE_POLICY, REFERENCES
+from scheduler.sim.reference import REFERENCE_POLICY, REFERENCES, Reference
 from scheduler.sim.run import load, run_scenario, run_settings
 from scheduler.sim.summary import summarize
 
 
-def measure_references(scenarios: Sequence[str], seeds: Sequence[int]) -> dict[str, Any]:
+def measure_references(
+    scenarios: Sequence[str],
+    seeds: Sequence[int],
+    references: Sequence[Reference] = REFERENCES,
+) -> dict[str, Any]:
     """Per scenario and reference: the fractions' mean and worst over the seeds (a
     :class:`~scheduler.bench.table.Spread` as a mapping)."""
     figures: dict[str, Any] = {}
@@ -21,7 +25,7 @@ def measure_references(scenarios: Sequence[str], seeds: Sequence[int]) -> dict[s
         scenario = load(name)
         step_s = run_settings(scenario).round_interval_s
         rows: dict[str, Any] = {}
-        for reference in REFERENCES:
+        for reference in references:
             steering = reference.steering(step_s)
             runs = [
                 summarize(run_scenario(scenario, REFERENCE_POLICY, seed, steering=steering))

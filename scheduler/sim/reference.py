@@ -52,23 +52,38 @@ class Reference:
         return allocate
 
 
-REFERENCES: tuple[Reference, ...] = (
-    Reference(
-        "oracle-played",
-        0.0,
-        0.0,
-        "the oracle's own allocation: true curves at the input of the moment",
-    ),
-    Reference(
-        "true-models-last-60s",
-        60.0,
-        0.0,
-        "true curves at the worst input of the last 60 s (a reactive scheduler with exact models)",
-    ),
-    Reference(
-        "clairvoyant-next-10s",
-        0.0,
-        10.0,
-        "true curves at the worst input of the next 10 s (knows the future)",
-    ),
+ORACLE_PLAYED = Reference(
+    "oracle-played",
+    0.0,
+    0.0,
+    "the oracle's own allocation: true curves at the input of the moment",
 )
+CLAIRVOYANT = Reference(
+    "clairvoyant-next-10s",
+    0.0,
+    10.0,
+    "true curves at the worst input of the next 10 s (knows the future)",
+)
+DEFAULT_LOOKBACKS: tuple[float, ...] = (30.0, 60.0)
+"""The reactive references' stretches of past input: on ``tiers-diurnal`` 30 s did best of
+10 to 300 s (shorter ones miss the next rise, longer ones hold cores a peak has left)."""
+
+
+def reactive(lookback_s: float) -> Reference:
+    """True curves at the worst input of the last ``lookback_s``: what a scheduler that knows
+    only the past could do with exact models and a decision every round."""
+    return Reference(
+        f"true-models-last-{lookback_s:g}s",
+        lookback_s,
+        0.0,
+        f"true curves at the worst input of the last {lookback_s:g} s "
+        "(a reactive scheduler with exact models)",
+    )
+
+
+def references(lookbacks: Sequence[float] = DEFAULT_LOOKBACKS) -> tuple[Reference, ...]:
+    """The played oracle, a reactive reference per lookback, and the clairvoyant one."""
+    return (ORACLE_PLAYED, *(reactive(s) for s in dict.fromkeys(lookbacks)), CLAIRVOYANT)
+
+
+REFERENCES: tuple[Reference, ...] = references()

@@ -596,3 +596,20 @@ def test_many_concurrent_agents_do_not_starve_the_connection_pool(
     # three seconds depends on the machine's load, so only "no errors, progress" is asserted.
     assert figures["errors"] == 0
     assert figures["reports"] > 0
+
+
+def test_bench_reference_plays_one_reactive_reference_per_lookback(tmp_path: Path):
+    out_file = tmp_path / "reference.json"
+    ok(henge(
+        "bench", "reference", "--scenarios", "demo", "--seeds", "1", "--lookbacks", "20",
+        "--json", str(out_file), timeout=300,
+    ))  # fmt: skip
+    figures = json.loads(out_file.read_text())["demo"]
+    assert list(figures) == ["oracle-played", "true-models-last-20s", "clairvoyant-next-10s"]
+    for row in figures.values():
+        assert row["seeds"] == [1] and 0 < row["oracle_fraction"]["mean"] <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("lookbacks", ["30,abc", "0", "inf"])
+def test_bench_reference_refuses_lookbacks_that_are_not_positive_seconds(lookbacks: str):
+    one_line_error(henge("bench", "reference", "--lookbacks", lookbacks), "--lookbacks")

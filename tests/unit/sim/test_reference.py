@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler.sim.oracle import solve
-from scheduler.sim.reference import REFERENCE_POLICY, REFERENCES, Reference
+from scheduler.sim.reference import REFERENCE_POLICY, REFERENCES, Reference, references
 from scheduler.sim.run import run_scenario
 from scheduler.sim.summary import summarize
 from scheduler.sim.types import SimJobSpec, World
@@ -48,8 +48,19 @@ def test_moments_span_the_lookback_and_the_lookahead_in_steps() -> None:
     assert offsets == [-30.0, -20.0, -10.0, 0.0, 10.0]
     assert [r.name for r in REFERENCES] == [
         "oracle-played",
+        "true-models-last-30s",
         "true-models-last-60s",
         "clairvoyant-next-10s",
+    ]
+
+
+def test_one_reactive_reference_per_lookback_between_the_bounds() -> None:
+    chosen = references((10.0, 120.0, 10.0))  # a repeated stretch is one reference
+    assert [(r.name, r.lookback_s, r.lookahead_s) for r in chosen] == [
+        ("oracle-played", 0.0, 0.0),
+        ("true-models-last-10s", 10.0, 0.0),
+        ("true-models-last-120s", 120.0, 0.0),
+        ("clairvoyant-next-10s", 0.0, 10.0),
     ]
 
 
