@@ -50,6 +50,9 @@ def test_the_top_tier_takes_its_spike_from_the_bottom_tier(
     save_record(run, tmp_path / "spark-contention.json")
     for action in run.actions:
         print(action)
+    for r in run.rounds:  # what each round saw, for a failure's report
+        if run.spike_start_s - 30 <= r.t_s <= run.spike_end_s + 30:
+            print(f"{r.t_s:8.2f} {r.state} {r.action}: {r.reason}")
 
     # Before the spike every tier meets its SLO on its initial executors.
     settled = run.during(run.spike_start_s - 10, run.spike_start_s)
