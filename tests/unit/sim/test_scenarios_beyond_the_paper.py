@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from scheduler.core.slo import meets_slo
 from scheduler.sim.oracle import solve
 from scheduler.sim.run import run_scenario
-from scheduler.sim.scenario import NodeLoss, Scenario, Spike
+from scheduler.sim.scenario import NodeLoss, Scenario, Spike, TraceSpec
 from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.summary import summarize
 from scheduler.sim.world import SimWorld
@@ -146,3 +147,35 @@ def test_two_of_them_mix_executor_sizes_and_shapes() -> None:
         and len({j.shape for j in load_scenario(name).jobs}) >= 3
     ]
     assert len(mixed) >= 2
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
+
+
+def replace_speed(trace: TraceSpec, seconds_per_minute: float) -> TraceSpec:
+    return dataclasses.replace(trace, compression=seconds_per_minute)
+
+
+@pytest.mark.parametrize(
+    ("name", "seconds_per_minute", "trace_hours"),
+    [
+        ("tiers-diurnal-real-time", 60, 25.5),
+        ("tiers-diurnal-3x", 20, 25.5),
+        ("tiers-diurnal-12x", 5, 102),
+    ],
+)
+def test_the_tiers_diurnal_examples_differ_only_in_the_speed_of_the_trace(
+    name: str, seconds_per_minute: float, trace_hours: float
+) -> None:
+    base = load_scenario("tiers-diurnal")
+    variant = load_scenario(str(EXAMPLES / f"{name}.yaml"))
+    assert variant.name == name and base.duration_s / 10 / 60 == 25.5
+    # The same jobs, offsets and cluster; only the seconds per trace minute (and, for the
+    # fastest, the trace hours played) differ.
+    assert variant.duration_s / seconds_per_minute / 60 == trace_hours
+    assert variant.cluster == base.cluster and variant.events == base.events
+    for ours, theirs in zip(base.jobs, variant.jobs, strict=True):
+        trace = theirs.input.trace
+        assert trace is not None and trace.compression == seconds_per_minute
+        at_base_speed = dataclasses.replace(theirs.input, trace=replace_speed(trace, 10.0))
+        assert dataclasses.replace(theirs, input=at_base_speed) == ours
