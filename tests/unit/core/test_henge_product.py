@@ -7,14 +7,16 @@ import itertools
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.core.allocation import JobChoices, solve_choices
 from scheduler.core.model import ActionKind, ClusterState, JobView, Plan
+from scheduler.core.policies.henge.allocate import Offer
 from scheduler.core.policies.henge.model import JobModel, observe
 from scheduler.core.policies.henge.outlook import demand, executors_needed
-from scheduler.core.policies.henge.product import HengeProductPolicy
+from scheduler.core.policies.henge.product import HengeProductPolicy, ProductRound
 from scheduler.core.policies.henge.product_settings import ProductSettings
 from scheduler.core.policies.henge.product_state import Move, MovedJob, ProductState
 from scheduler.core.slo import SLO
@@ -245,6 +247,9 @@ def test_a_grown_job_still_behind_its_backlog_is_judged_on_its_drain_rate() -> N
     plan, state = decide(policy, [behind], state, 0)
     assert plan.action is not ActionKind.REVERT
     assert "a" not in state.blacklist
+    # The round says it judged the move and why it kept it, not only what it does next.
+    assert "the last move holds" in plan.reason
+    assert "judged on the drain rate, draining a backlog: a" in plan.reason
 
 
 def test_a_grown_job_whose_input_kept_rising_is_credited_not_left_out_of_the_judgment() -> None:
@@ -260,6 +265,7 @@ def test_a_grown_job_whose_input_kept_rising_is_credited_not_left_out_of_the_jud
     bronze = job("bronze", priority=10.0, executors=1, input_rate=120.0, utility=3.0)
     plan, _ = decide(policy, [gold, bronze], ProductState(last_move=move), 0, free=0.0)
     assert plan.action is not ActionKind.REVERT, plan.reason
+    assert "the last move holds: the moved jobs earn 93, 10 without it" in plan.reason
 
     # Had gold's input fallen by half instead, it would have earned at least its 45 without the
     # move; it earns no more with it, so the donor's loss is the move's whole effect: reverted.
@@ -283,3 +289,106 @@ def test_a_step_of_one_executor_is_worth_what_it_earns_over_what_the_job_earns_n
     moved = targets(plan)
     assert moved["top"] == 2 and moved["donor"] < 13, plan.reason
     assert "eq. 2.4" in next(c.reason for c in plan.changes if c.job_id == "top")
+
+
+def test_a_job_as_busy_as_its_latency_slo_allows_is_not_blacklisted_as_idle() -> None:
+    """Seen on `tiers-diurnal` with its trace played at half the speed: a gold job (1-s trigger,
+    0.35 s of overhead per batch, 1.2-s SLO) meets its SLO only while ρ ≤ 0.35, so it runs about
+    a quarter busy. Grown by one executor for a gain lost in noise, it was blacklisted as idle
+    against the fixed 0.3; cut to one executor later in the hour, it could not grow back until
+    the blacklist expired and earned nothing for an hour."""
+    policy = HengeProductPolicy()
+    slo = SLO(latency_ms=1200.0)
+    model = JobModel(0.001, 0.35, 1.0, 10, None)  # allows ρ = (1.2 − 0.35 − 0.5·1) / 1 = 0.35
+    move = Move(at(-70), {"a": MovedJob(13, 14, 88.0, 3000.0, by_model=True)})
+    # Idle below 0.3 of the 0.35 its SLO allows: 0.105.
+    for capacity, idle in ((0.22, False), (0.12, False), (0.09, True)):
+        grown = job(
+            "a",
+            priority=90.0,
+            executors=14,
+            slo=slo,
+            utility=87.0,  # short of its SLO, and no better than at 13 (the model says 90)
+            capacity=capacity,
+            input_rate=3000.0,
+            executors_reported=14,
+        )
+        state = ProductState(models={"a": model}, last_move=move)
+        plan, state = decide(policy, [grown], state, 0, free=0.0)
+        assert "a gained" in plan.reason
+        assert ("a" in state.blacklist) is idle, (capacity, plan.reason)
+
+
+def test_a_draining_job_without_a_model_is_worth_the_share_of_its_demand_it_processes() -> None:
+    """Seen on `tiers-diurnal` played in real time: a silver job cut to one executor built a
+    backlog its model could not read, was grown by eq. 2.4 and started to drain; valued at the
+    0 it earned meanwhile, it was the cheapest donor and was cut back within minutes, again and
+    again, for hours."""
+    drainer = job(
+        "d",
+        priority=50.0,
+        executors=3,
+        slo=SLO_2S,
+        utility=0.0,
+        capacity=0.98,
+        input_rate=4000.0,
+        processed_rate=6000.0,
+        backlog_rows=1_200_000.0,
+    )
+
+    def offered(view: JobView) -> Offer:
+        now = at(0)
+        state = ProductState()
+        return ProductRound(ProductSettings(), snapshot([view], when=now), state, now).offer(view)
+
+    offer = offered(drainer)
+    # Demand: 4,000 rows/s of input plus 1.2 M rows drained within drain_s = 120 s, 14,000 in
+    # all; 6,000 of it processed, at the utilisation a latency SLO is sized for without timings.
+    worth = 50.0 * 0.5 * 6000.0 / 14000.0
+    assert offer.value_at(3) == pytest.approx(worth, abs=1e-3)
+    assert offer.points[-1][0] > 3  # eq. 2.4's step is still offered, rising from that worth
+    assert all(value > worth for count, value in offer.points if count > 3)
+    # Falling further behind (processing less than its input), it is worth what it earns.
+    assert drainer.metrics is not None
+    behind = replace(drainer, metrics=replace(drainer.metrics, processed_rate=3000.0))
+    assert offered(behind).value_at(3) == pytest.approx(0.0, abs=1e-3)
+
+
+def test_the_lowest_tier_gives_way_even_before_its_model_is_trusted() -> None:
+    """Seen once on real Spark, on a slow machine: at the top tier's spike the middle tier gave
+    its executor while the bottom tier kept both of its. A job without a trusted model was never
+    offered as a donor, so whenever the bottom tier's model was not trusted yet (its error
+    still high after a noisy warm-up) only the middle tier, whose model knew its loss, could
+    give."""
+    policy = HengeProductPolicy()
+    top = job("top", priority=90.0, executors=1, max_executors=2, utility=0.0, capacity=0.98)
+    middle = streaming("middle", 13, 4000.0, priority=50.0)  # meets at exactly its need
+    bottom = job("bottom", priority=10.0, executors=2)  # meets its SLO; no model yet
+    state = ProductState(models=fitted([middle]))
+    plan, _ = decide(policy, [top, middle, bottom], state, 0, free=0.0)
+    assert plan.action is ActionKind.RECONFIGURE, plan.reason
+    assert targets(plan) == {"top": 2, "bottom": 1}, plan.reason
+    given = next(c.reason for c in plan.changes if c.job_id == "bottom")
+    assert given.endswith("(no trusted model: priced at all it earns)"), given
+
+    # Without a model its loss is taken as all it earns (10): a step that makes up 9 of the
+    # top job's 90 stays put, one that makes up 11 takes the executor.
+    for utility, gives in ((81.0, False), (79.0, True)):
+        short = job(
+            "top", priority=90.0, executors=1, max_executors=2, utility=utility, capacity=0.98
+        )
+        plan, _ = decide(policy, [short, middle, bottom], state, 0, free=0.0)
+        assert (targets(plan).get("bottom") == 1) is gives, (utility, plan.reason)
+
+    # Nor is a job cut further on a guess when it misses its own SLO already.
+    missing = job("bottom", priority=10.0, executors=2, utility=4.0)
+    plan, _ = decide(policy, [top, middle, missing], state, 0, free=0.0)
+    assert plan.changes and targets(plan).get("bottom", 2) >= 2, plan.reason
+
+    # And a job of the missing job's priority offers nothing below what it holds.
+    peer = job("peer", priority=90.0, executors=2)
+    now = at(0)
+    views = [replace(j, last_report_at=now) for j in (top, middle, peer)]
+    round_ = ProductRound(ProductSettings(), snapshot(views, when=now), state, now)
+    round_.plan_move()
+    assert [n for n, _ in round_.offer(views[2]).points] == [2]

@@ -160,6 +160,42 @@ def test_model_learns_no_trigger_from_a_window_that_cannot_show_it(
     assert fitted(views).trigger_s is None, why
 
 
+def test_model_keeps_its_row_cost_through_windows_that_a_batch_outlasts() -> None:
+    # Behind on one core, the job runs batches of 60,000 rows, each 120.5 s long, through
+    # 60 s windows: a window in which one ends counts all its rows against 60 busy core-seconds
+    # (twice the real rate per busy second), the next counts none. Read from the first kind
+    # alone, the cost per row would fall to half of what it is.
+    slo = SLO(latency_ms=2000.0)
+    model = fitted([model_job(4, 1000.0, slo, reported=at(10 * k)) for k in range(3)])
+    assert model.row_cost_s == pytest.approx(COST)
+    batch_rows = 60_000.0
+    batch_s = OVERHEAD + batch_rows * COST
+    behind = model_job(1, 1000.0, slo)
+    assert behind.metrics is not None
+    for k in range(6):
+        ended = k % 2 == 0
+        metrics = replace(
+            behind.metrics,
+            processed_rate=batch_rows / 60.0 if ended else 0.0,
+            busy_core_s=60.0,
+            seconds=60.0,
+            mean_batch_s=batch_s if ended else None,
+            mean_batch_rows=batch_rows if ended else None,
+            trigger_interval_s=None,
+            batch_overhead_s=None,
+            behind_fraction=1.0,
+        )
+        view = replace(behind, metrics=metrics, last_report_at=at(100 + 60 * k))
+        model = observe(model, view, 0.3)  # type: ignore[assignment]
+    assert model.windows > 3  # the windows with a batch ending were folded in
+    assert model.row_cost_s == pytest.approx(COST)
+    # Batches just shorter than the window: it is read as usual.
+    shorter = replace(view.metrics, mean_batch_s=59.0, processed_rate=batch_rows / 60.0)
+    later = replace(view, metrics=shorter, last_report_at=at(1000))
+    read = observe(model, later, 0.3)
+    assert read is not None and read.row_cost_s < COST
+
+
 def test_model_folds_each_report_once() -> None:
     view = model_job(4, 4000.0, SLO(latency_ms=2000.0))
     once = observe(None, view, 0.3)

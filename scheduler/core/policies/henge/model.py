@@ -3,7 +3,8 @@
 A Structured Streaming job runs micro-batches. The model has three numbers:
 
 - ``row_cost_s``: busy core-seconds per processed row (``capacity × cores / processed rate``),
-  the inverse of "rows per busy core-second";
+  the inverse of "rows per busy core-second"; once known, not read from a window its batches
+  outlast;
 - ``overhead_s``: the fixed part of a batch's duration (planning, commit, scheduling):
   ``batch duration − rows per batch × row cost / cores``;
 - ``trigger_s``: the configured trigger interval, seen when batches leave idle gaps between
@@ -98,6 +99,20 @@ def _gaps_show_trigger(m: JobMetrics) -> bool:
     return not _behind(m) or not m.seconds or _GAPS_SEEN * gap <= m.seconds
 
 
+def _outlasts_window(m: JobMetrics) -> bool:
+    """Whether the window's batches last as long as the window or longer.
+
+    Such a batch counts all its rows in the one window it ends in and none in the others,
+    while its busy time is spread over all of them. The windows without rows have nothing to
+    divide by and are skipped, so the one with them, read alone, puts the cost per row too low
+    by the ratio of window to batch (half, for a 120-s batch in a 60-s window): a job behind on
+    a few executors with a large batch limit would look cheaper than it is by that ratio. (A
+    job's first window is read as it is: there is no cost to keep yet.)
+    """
+    seconds, batch_s = m.seconds, m.mean_batch_s
+    return seconds is not None and seconds > 0 and batch_s is not None and batch_s >= seconds
+
+
 def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel | None:
     """``previous`` updated with the job's current window (unchanged if it has nothing new)."""
     m = job.metrics
@@ -125,6 +140,8 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
         cost = m.busy_core_s / (rate * m.seconds)
     else:
         cost = capacity * all_cores / rate
+    if previous is not None and _outlasts_window(m):
+        cost = previous.row_cost_s
     overhead: float | None = None
     trigger: float | None = None
     # Batch timing is read only from windows on one executor count (batches on another count

@@ -13,13 +13,17 @@ One round, on the jobs ``decide`` counted:
    least it would have earned: that utility after a fall, 0 after a rise). A job draining a
    backlog counts as helped. If the moved jobs together lost utility, the whole
    move is reverted. A grown job that still misses its SLO and gained less than ``min_gain``
-   loses its model's trust; when it did not even use its executors it is blacklisted.
+   loses its model's trust; when it did not even use its executors (busy at most
+   ``capacity_threshold`` of the utilisation its SLO allows) it is blacklisted.
 3. Plan: every counted job offers the solver a few executor counts with their predicted
    utility (:mod:`.allocate`) at the input it must be ready for, its recent peak (a backlog
    only raises the count a growing job is sized for, to drain it within ``drain_s``); a job
-   whose model is not trusted offers only its allocation, or, missing its SLO, eq. 2.4's
-   step. If the best allocation raises some job's predicted utility by ``min_gain`` of its
-   priority, the move toward it is made at once, several jobs together (a reconfiguration).
+   whose model is not trusted offers its allocation (valued at what it earns, or, while it
+   drains a backlog, at the share of its demand it processes), one executor less at 0 when it
+   meets its SLO above its minimum and a job of higher priority misses, and, missing its own,
+   eq. 2.4's step. If the best allocation raises some job's predicted utility by ``min_gain``
+   of its priority, the move toward it is made at once, several jobs together (a
+   reconfiguration).
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -50,6 +54,7 @@ from scheduler.core.policies.henge.model import (
     usable,
 )
 from scheduler.core.policies.henge.outlook import (
+    GUESSED_UTILISATION,
     demand,
     executors_needed,
     max_utilisation,
@@ -312,6 +317,7 @@ class ProductRound:
         if move.revert:
             return None
         actual = without = 0.0
+        by_drain: list[str] = []
         for job_id, moved in sorted(move.jobs.items()):
             job = self.by_id.get(job_id)
             if job is None:
@@ -329,13 +335,24 @@ class ProductRound:
             actual += max(earned, counterfactual) if faster else earned
             without += counterfactual
             helped = helped or faster
+            if helped:
+                by_drain.append(job.name)
             if known and moved.after > moved.before and not helped:
                 self.judge_growth(job, moved, counterfactual)
         scale = sum(self.by_id[j].priority for j in move.jobs if j in self.by_id)
         if actual < without - self.s.min_gain * scale:
             self.notes.append(f"the moved jobs earn {actual:.4g}, {without:.4g} without the move")
             return self.revert(move)
+        self.notes.append(self.held(actual, without, by_drain))
         return None
+
+    def held(self, actual: float, without: float, by_drain: list[str]) -> str:
+        """Why the last move stays: a judged move that is kept says so, with the figures it
+        was judged on, so that the round's reason never hides a judgment."""
+        text = f"the last move holds: the moved jobs earn {actual:.4g}, {without:.4g} without it"
+        if by_drain:
+            text += f" (judged on the drain rate, draining a backlog: {_first_few(by_drain)})"
+        return text
 
     def track_error(self, job: JobView) -> None:
         """Fold a moved job's prediction error in now that its window is all after the move."""
@@ -410,11 +427,23 @@ class ProductRound:
         if moved.by_model:
             # The model promised more: stop trusting it until its error falls back.
             self.set_error(job, 1.0)
-        capacity = job.metrics.capacity if job.metrics is not None else None
-        if capacity is not None and capacity <= self.s.capacity_threshold:
+        if self.idle(job):
             expiry = self.now + timedelta(seconds=self.s.blacklist_ttl_s)
             self.update(blacklist={**self.state.blacklist, job.job_id: expiry})
             self.notes.append(f"{job.name} does not use its executors: blacklisted")
+
+    def idle(self, job: JobView) -> bool:
+        """Whether ``job`` leaves its executors idle: busy at most ``capacity_threshold`` of
+        the utilisation its SLO allows. A latency SLO allows far less than full use (a job whose
+        batches must finish well within their trigger meets it only at ρ ≈ 0.35, say), so
+        measured against 1 such a job would always look idle, and a failed growth would shut it
+        out of growing for ``blacklist_ttl_s`` however far its input then rose."""
+        capacity = job.metrics.capacity if job.metrics is not None else None
+        if capacity is None:
+            return False
+        model = self.state.models.get(job.job_id)
+        allowed = max_utilisation(model, job) if model is not None else 1.0
+        return capacity <= self.s.capacity_threshold * min(1.0, max(allowed, 0.0))
 
     def revert(self, move: Move) -> Plan:
         changes = [
@@ -475,9 +504,11 @@ class ProductRound:
         )
 
     def why(self, job: JobView, target: int) -> str:
+        trusted = self.trusted(job) is not None
         if target < job.executors:
-            return "gives executors to jobs whose utility gains more"
-        if self.trusted(job) is None:
+            gives = "gives executors to jobs whose utility gains more"
+            return gives if trusted else f"{gives} (no trusted model: priced at all it earns)"
+        if not trusted:
             return "eq. 2.4 (no trusted model)"
         need = self._needs.get(job.job_id)
         return "model: meets its SLO" if need is not None and target >= need else "model: closer"
@@ -504,7 +535,19 @@ class ProductRound:
             # up on would starve whatever its priority. Eq. 2.4 steps instead.
             model = self._trusted[job.job_id] = None
         if model is None or rate is None:
-            points = [(held, now + 2 * eps)]
+            # A job working off a backlog earns nothing yet, but its executors are not idle:
+            # valued at what it earns, it would be the cheapest donor the moment it starts to
+            # drain, and cut back before it could (seen on a trace played in real time).
+            worth = self.drain_worth(job)
+            points = [(held, worth + 2 * eps)]
+            if meets and held > job.min_executors and priority < self._top_missing:
+                # What one executor less costs such a job is unknown: at worst all it earns.
+                # Never offered, the lowest tier could not give way while it had no model,
+                # and a middle tier whose model knows its loss would give in its place. (A
+                # job already missing its SLO is not cut further on a guess: offered so too,
+                # `tiers-diurnal` fell from 0.910 to 0.898 of the oracle, a silver job of seed
+                # 2 to 0.57 of its utility.)
+                points.append((held - 1, 0.0))
             target = self.untrusted_target(job)
             if can_grow and target is not None and not meets:
                 # Eq. 2.4's step, and the way there at a utility assumed to rise evenly, so
@@ -515,7 +558,7 @@ class ProductRound:
                     share = k / self._grid
                     count = held + round(share * (target - held))
                     if count > held:
-                        points.append((count, now + share * (priority - now) + eps))
+                        points.append((count, worth + share * (priority - worth) + eps))
             return Offer.of(job, points)
         need = executors_needed(model, job, rate, top, rho)
         self._needs[job.job_id] = need
@@ -551,6 +594,22 @@ class ProductRound:
         ]
         kept.append((held, current + 2 * eps + _HEADROOM_CREDIT * priority))
         return Offer.of(job, kept)
+
+    def drain_worth(self, job: JobView) -> float:
+        """What the executors of ``job`` are worth when no model can say: its utility, or,
+        while it works off a backlog, its priority times the share of its demand (its input
+        plus the backlog drained within ``drain_s``) they process; for a latency SLO at the
+        utilisation it is sized for without batch timings, since keeping up does not yet
+        meet such an SLO."""
+        m = job.metrics
+        if m is None or not self.draining(job):
+            return job.utility
+        assert m.processed_rate is not None
+        wanted = demand(job, self.s.drain_s)
+        covered = m.processed_rate / wanted if wanted else 1.0
+        if job.slo.has_latency:
+            covered *= GUESSED_UTILISATION
+        return max(job.utility, job.priority * min(1.0, covered))
 
     def ready_rate(self, job: JobView) -> float | None:
         """The input ``job`` must be ready for: its recent peak, or its input now when higher."""

@@ -31,7 +31,9 @@ class ProductSettings:
     settle_rounds: int = 4
     """Rounds with nothing to do before ``not_converged`` becomes ``converged`` (§2.6.1)."""
     capacity_threshold: float = 0.3
-    """A job whose capacity is above this is congested (§2.5.2); eq. 2.4 sizes from it."""
+    """A job whose capacity is above this is congested (§2.5.2); eq. 2.4 sizes from it. A
+    grown job that failed to gain is blacklisted when busy at most this fraction of the
+    utilisation its SLO allows (its model's; full use without one)."""
     step: int = 10
     """Multiplier of eq. 2.4, used for jobs whose model is not trusted."""
 
