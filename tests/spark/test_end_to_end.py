@@ -44,11 +44,15 @@ LATENCY_SLO_MS = 8000
 CONGESTED_RATE = 80
 """Rows/s of the congestion: above what one executor takes (600-row batches of 15 ms per row:
 about 60 rows/s) and well below what four take (batches capped at 600 rows, about 3 s each on four
-executors: 200 rows/s), so that the backlog built before the growth drains well within the 240-s
-wait for the SLO. At 100 rows/s (about 155 measured) a CI run on a clean clone still drained at
+executors: 200 rows/s), so that the backlog built before the growth drains well within
+``SLO_WAIT_S``. At 100 rows/s (about 155 measured) a CI run on a clean clone still drained at
 45 rows/s three minutes after the growth, at 22 s of latency against the 8-s SLO; at 80 rows/s
 two local runs passed, one meeting it 154 s after the congestion began (the wait starts later,
 at the growth)."""
+SLO_WAIT_S = 240
+"""How long the congested job is given, from its growth, to meet its SLO on more executors."""
+APP_DURATION_S = "600"
+"""The drivers' own time limit, longer than all the test's waits (the test stops them itself)."""
 PAGELOAD = {
     "name": "pageload",
     "priority": 10,
@@ -184,7 +188,7 @@ def _the_congested_job_met_its_slo_on_more_executors(
         points = wait_for(
             "a stored window of pageload meeting its SLO on more executors",
             lambda: (h := of_congestion()) and met_on_more(h) and h,
-            240,
+            SLO_WAIT_S,
             apps,
         )
     except WaitFailed as failed:
@@ -346,7 +350,7 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                     "--cost-mode", "sleep",
                     "--max-rows-per-batch", "600",
                     "--partitions", "4",
-                    "--duration-s", "600",
+                    "--duration-s", APP_DURATION_S,
                     *_agent_args(server.url, jobs["pageload"], PAGELOAD),
                 ],
                 tmp_path,
@@ -372,7 +376,7 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                         "--master", spark_cluster.master_url,
                         "--source", "rate",
                         "--rate", "20",
-                        "--duration-s", "600",
+                        "--duration-s", APP_DURATION_S,
                         *_agent_args(server.url, jobs["wordcount"], WORDCOUNT),
                     ],
                     tmp_path,
