@@ -358,16 +358,6 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                 env=_token_env(jobs["pageload"]),
             )  # fmt: skip
             apps.append(pageload)
-            wait_for(
-                "pageload running on its 1 executor",
-                lambda: (
-                    pageload.status().get("executors") == 1
-                    and (pageload.status().get("last_batch") or 0) >= 1
-                ),
-                150,
-                (pageload,),
-            )
-            assert_agent_from_wheel(pageload, driver_python)
 
             def start_wordcount() -> App:
                 app = start_app(
@@ -386,16 +376,19 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                 apps.append(app)
                 return app
 
+            # Both drivers start at once: each takes its own time to start its JVM and executor.
             wordcount = start_wordcount()
-            wait_for(
-                "wordcount running on its 1 executor",
-                lambda: (
-                    wordcount.status().get("executors") == 1
-                    and (wordcount.status().get("last_batch") or 0) >= 1
-                ),
-                150,
-                (pageload, wordcount),
-            )
+            for app in (pageload, wordcount):
+                wait_for(
+                    f"{app.name} running on its 1 executor",
+                    lambda app=app: (
+                        app.status().get("executors") == 1
+                        and (app.status().get("last_batch") or 0) >= 1
+                    ),
+                    150,
+                    (pageload, wordcount),
+                )
+            assert_agent_from_wheel(pageload, driver_python)
 
             _settled_on_one_executor(http, as_tenant, pageload_id, (pageload, wordcount))
             raised = http.patch(
