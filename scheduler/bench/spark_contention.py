@@ -300,7 +300,7 @@ def _unpin(
                             headers=headers)  # fmt: skip
         answer.raise_for_status()
         if answer.json()["executors"]["target"] != tier.initial:
-            raise WaitFailed(f"{tier.name}'s target moved when its bounds did: {answer.json()}")
+            raise RuntimeError(f"{tier.name}'s target moved with its bounds: {answer.json()}")
 
 
 def _start_inputs(
