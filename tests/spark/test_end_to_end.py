@@ -148,6 +148,31 @@ def _meets(point: dict[str, Any]) -> bool:
     return point["latency_ms"] is not None and point["latency_ms"] <= LATENCY_SLO_MS
 
 
+LOADED = 0.5
+"""A window whose capacity (the executor's busy share) is at least this carries the
+congestion: it asks 80 rows/s x 15 ms = 1.2 cores of one executor, the base rate 0.15 (a
+passing run's windows on one executor: 1.00, 0.64 and 0.69)."""
+
+
+def _congested(point: dict[str, Any]) -> bool:
+    """The window shows the congestion on one executor: it misses the SLO, or keeps its
+    executor busy before the rows queued up have pushed its latency past the SLO. The
+    scheduler may grow the job on that alone (eq. 2.4 reads the capacity): a clean-clone CI
+    run had it on 4 executors 12 s into the congestion, and the generator's windows show no
+    juice below 1 (it makes its rows as the batches ask for them)."""
+    if point["executors"] != 1:
+        return False
+    missed = point["latency_ms"] is not None and not _meets(point)
+    loaded = point["capacity"] is not None and point["capacity"] >= LOADED
+    return missed or loaded
+
+
+def _brief(points: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The windows' end, executors, utility, capacity and latency, for a failure's report."""
+    keys = ("window_end", "executors", "utility", "capacity", "latency_ms")
+    return [tuple(p[k] for k in keys) for p in points]
+
+
 def _settled_on_one_executor(
     http: httpx.Client, as_tenant: dict[str, str], job_id: str, apps: tuple[App, ...]
 ) -> None:
@@ -169,8 +194,8 @@ def _the_congested_job_met_its_slo_on_more_executors(
     apps: tuple[App, ...],
 ) -> None:
     """A stored window of the congestion meets the SLO on more executors (at the job's full
-    priority), after one of the congestion that missed it on a single executor, and the
-    scheduler grew the job.
+    priority), after one of the congestion in which a single executor was overwhelmed
+    (:func:`_congested`), and the scheduler grew the job.
 
     One wait on the stored windows, not the job's newest window and then the history: the
     newest window may be one the agent counted before the growth reached Spark."""
@@ -199,8 +224,8 @@ def _the_congested_job_met_its_slo_on_more_executors(
     met = met_on_more(points)
     assert met is not None and met["utility"] == pytest.approx(PAGELOAD["priority"])
     before = points[: points.index(met)]
-    assert any(p["executors"] == 1 and not _meets(p) and p["latency_ms"] is not None
-               for p in before), points  # fmt: skip
+    print("pageload's windows of the congestion:", _brief(points))
+    assert any(_congested(p) for p in before), _brief(points)
     actions = _actions_on(http, admin, job_id)
     assert any(a["to_executors"] > a["from_executors"] >= 1 for a in actions), actions
     met_after = datetime.fromisoformat(met["window_end"]) - congested_at
@@ -377,17 +402,21 @@ def test_the_scheduler_resizes_a_congested_job_through_the_agent(
                 return app
 
             # Both drivers start at once: each takes its own time to start its JVM and executor.
+            # Each is awaited on the count the scheduler gives it, not on 1: wordcount may be
+            # grown while pageload is awaited, and may hold 1 for only a few seconds (10 s in a
+            # run whose wait for 1 timed out).
             wordcount = start_wordcount()
             for app in (pageload, wordcount):
                 wait_for(
-                    f"{app.name} running on its 1 executor",
+                    f"{app.name} running on the executors the scheduler gives it",
                     lambda app=app: (
-                        app.status().get("executors") == 1
-                        and (app.status().get("last_batch") or 0) >= 1
+                        (s := app.status()).get("executors") == s.get("target")
+                        and (s.get("last_batch") or 0) >= 1
                     ),
                     150,
                     (pageload, wordcount),
                 )
+            assert pageload.status()["executors"] == 1  # its maximum, until it settles
             assert_agent_from_wheel(pageload, driver_python)
 
             _settled_on_one_executor(http, as_tenant, pageload_id, (pageload, wordcount))
