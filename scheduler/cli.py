@@ -73,7 +73,7 @@ def _print_json(data: Any) -> None:
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a narrow terminal wraps a name, never cuts it
     for row in rows:
         table.add_row(*["-" if v is None else _cell(v) for v in row])
     out.print(table)
@@ -581,6 +581,17 @@ def bench_overhead(
     _write_json(json_file, result)
 
 
+def _stretches(option: str, text: str) -> list[float]:
+    """Seconds separated by commas, each finite and > 0."""
+    try:
+        stretches = [float(s) for s in text.split(",") if s.strip()]
+    except ValueError as exc:
+        raise CLIError(f"{option} takes seconds separated by commas, not {text!r}") from exc
+    if any(not 0 < s < float("inf") for s in stretches):
+        raise CLIError(f"{option} must be a finite number of seconds > 0 each")
+    return stretches
+
+
 @bench_app.command("reference")
 def bench_reference(
     scenarios: Annotated[str, typer.Option(help="Comma-separated scenarios.")] = "tiers-diurnal",
@@ -592,6 +603,13 @@ def bench_reference(
             "sized for the worst input of that stretch.",
         ),
     ] = "30,60",
+    means: Annotated[
+        str,
+        typer.Option(
+            help="Seconds of past input, comma-separated: one reactive reference per value, "
+            "valuing each count at its mean utility over the inputs of that stretch.",
+        ),
+    ] = "60",
     json_file: FiguresFile = None,
 ) -> None:
     """How much of the oracle's bound is reachable: allocations from the true job curves,
@@ -601,13 +619,7 @@ def bench_reference(
     from scheduler.logs import configure_logging
     from scheduler.sim.reference import references
 
-    try:
-        stretches = [float(s) for s in lookbacks.split(",") if s.strip()]
-    except ValueError as exc:
-        raise CLIError(f"--lookbacks takes seconds separated by commas, not {lookbacks!r}") from exc
-    if any(not 0 < s < float("inf") for s in stretches):
-        raise CLIError("--lookbacks must be a finite number of seconds > 0 each")
-    chosen = references(stretches)
+    chosen = references(_stretches("--lookbacks", lookbacks), _stretches("--means", means))
     configure_logging("warning", "console")
     names = [n for n in scenarios.split(",") if n]
     for name in names:

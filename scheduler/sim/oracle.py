@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
+from statistics import fmean
 
 from scheduler.core.allocation import (
     DEFAULT_MAX_DP_CELLS,
@@ -45,6 +46,7 @@ def solve(
     *,
     max_dp_cells: int = DEFAULT_MAX_DP_CELLS,
     times: Sequence[datetime] = (),
+    expected: bool = False,
 ) -> OracleSolution:
     """The oracle's allocation at ``now`` (see the module docstring).
 
@@ -54,6 +56,8 @@ def solve(
 
     ``times`` (default: ``now`` alone) values each count at the job's lowest true utility over
     those moments: the allocation that holds up over a stretch of input, not one instant's.
+    ``expected`` values it at its mean true utility over them instead: the allocation worth
+    most on average over that input.
     """
     capacity = max(0, math.floor(world.capacity_cores(now) + 1e-9))
     if not specs_present:
@@ -63,7 +67,9 @@ def solve(
     unit = reduce(math.gcd, (s.cores_per_executor for s in specs_present)) or 1
     units = capacity // unit
     moments = tuple(times) or (now,)
-    choices = [_choices(world, spec, moments, units, unit, relax) for spec in specs_present]
+    choices = [
+        _choices(world, spec, moments, units, unit, relax, expected) for spec in specs_present
+    ]
     spare = units - sum(job.points[0][1] for job in choices)
     total, chosen, method = solve_choices(choices, spare, max_dp_cells)
     executors = {job.name: job.points[i][0] for job, i in zip(choices, chosen, strict=True)}
@@ -77,11 +83,13 @@ def _choices(
     units: int,
     unit: int,
     relax: bool,
+    expected: bool,
 ) -> JobChoices:
     lowest = 0 if relax else spec.min_executors
     per_executor = spec.cores_per_executor // unit
+    combine = fmean if expected else min
     utility_at = [
-        min(world.true_utility(spec.name, e, t) for t in times) if e > 0 else 0.0
+        combine([world.true_utility(spec.name, e, t) for t in times]) if e > 0 else 0.0
         for e in range(lowest, max(lowest, spec.max_executors) + 1)
         if e * per_executor <= units or e == lowest
     ]

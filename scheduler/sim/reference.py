@@ -9,7 +9,8 @@ back. Each reference here is an allocation that knows the jobs' true curves, re-
 round and imposed at once, with the scheduler's policy switched off (``static``). Their utility,
 as a fraction of the oracle's, shows how much of the bound any scheduler could reach on a
 scenario: with true models and a decision every round, sized for the worst input of a stretch
-of the past (what a reactive scheduler can know) or even of the next seconds (what none can).
+of the past or for its mean utility over that stretch (what a reactive scheduler can know), or
+even for the worst input of the next seconds (what none can).
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ REFERENCE_POLICY = "static"
 @dataclass(frozen=True)
 class Reference:
     """True curves valued at the worst input from ``lookback_s`` before a round to
-    ``lookahead_s`` after it (sampled every ``step_s``)."""
+    ``lookahead_s`` after it (sampled every ``step_s``), or with ``expected`` at their mean
+    utility over those inputs."""
 
     name: str
     lookback_s: float
     lookahead_s: float
     summary: str
+    expected: bool = False
 
     def moments(self, now: datetime, step_s: float) -> tuple[datetime, ...]:
         offsets: list[float] = []
@@ -46,7 +49,8 @@ class Reference:
 
     def steering(self, step_s: float) -> Steering:
         def allocate(world: World, specs: Sequence[SimJobSpec], now: datetime) -> Mapping[str, int]:
-            solution = solve(world, specs, now, times=self.moments(now, step_s))
+            moments = self.moments(now, step_s)
+            solution = solve(world, specs, now, times=moments, expected=self.expected)
             return solution.executors
 
         return allocate
@@ -81,9 +85,36 @@ def reactive(lookback_s: float) -> Reference:
     )
 
 
-def references(lookbacks: Sequence[float] = DEFAULT_LOOKBACKS) -> tuple[Reference, ...]:
-    """The played oracle, a reactive reference per lookback, and the clairvoyant one."""
-    return (ORACLE_PLAYED, *(reactive(s) for s in dict.fromkeys(lookbacks)), CLAIRVOYANT)
+DEFAULT_MEANS: tuple[float, ...] = (60.0,)
+"""The stretches the mean-utility references average over: on ``tiers-diurnal`` 60 to 120 s
+did best of 30 to 300 s, and better than the worst input of any stretch."""
+
+
+def expected_reactive(lookback_s: float) -> Reference:
+    """True curves at their mean utility over the inputs of the last ``lookback_s``: a reactive
+    scheduler with exact models that weighs how the recent input spread, where the worst input
+    makes every count below it worth nothing."""
+    return Reference(
+        f"true-models-mean-last-{lookback_s:g}s",
+        lookback_s,
+        0.0,
+        f"true curves at their mean utility over the inputs of the last {lookback_s:g} s "
+        "(a reactive scheduler with exact models)",
+        expected=True,
+    )
+
+
+def references(
+    lookbacks: Sequence[float] = DEFAULT_LOOKBACKS, means: Sequence[float] = DEFAULT_MEANS
+) -> tuple[Reference, ...]:
+    """The played oracle, a reactive reference per lookback and per mean's stretch, and the
+    clairvoyant one."""
+    return (
+        ORACLE_PLAYED,
+        *(reactive(s) for s in dict.fromkeys(lookbacks)),
+        *(expected_reactive(s) for s in dict.fromkeys(means)),
+        CLAIRVOYANT,
+    )
 
 
 REFERENCES: tuple[Reference, ...] = references()

@@ -598,18 +598,24 @@ def test_many_concurrent_agents_do_not_starve_the_connection_pool(
     assert figures["reports"] > 0
 
 
-def test_bench_reference_plays_one_reactive_reference_per_lookback(tmp_path: Path):
+def test_bench_reference_plays_one_reactive_reference_per_stretch(tmp_path: Path):
     out_file = tmp_path / "reference.json"
     ok(henge(
         "bench", "reference", "--scenarios", "demo", "--seeds", "1", "--lookbacks", "20",
-        "--json", str(out_file), timeout=300,
+        "--means", "40", "--json", str(out_file), timeout=300,
     ))  # fmt: skip
     figures = json.loads(out_file.read_text())["demo"]
-    assert list(figures) == ["oracle-played", "true-models-last-20s", "clairvoyant-next-10s"]
+    assert list(figures) == [
+        "oracle-played", "true-models-last-20s", "true-models-mean-last-40s",
+        "clairvoyant-next-10s",
+    ]  # fmt: skip
     for row in figures.values():
         assert row["seeds"] == [1] and 0 < row["oracle_fraction"]["mean"] <= 1.0 + 1e-9
 
 
-@pytest.mark.parametrize("lookbacks", ["30,abc", "0", "inf"])
-def test_bench_reference_refuses_lookbacks_that_are_not_positive_seconds(lookbacks: str):
-    one_line_error(henge("bench", "reference", "--lookbacks", lookbacks), "--lookbacks")
+@pytest.mark.parametrize("option", ["--lookbacks", "--means"])
+@pytest.mark.parametrize("stretches", ["30,abc", "0", "inf"])
+def test_bench_reference_refuses_stretches_that_are_not_positive_seconds(
+    option: str, stretches: str
+):
+    one_line_error(henge("bench", "reference", option, stretches), option)

@@ -42,6 +42,34 @@ def test_each_count_is_valued_at_its_worst_moment() -> None:
     assert ahead.executors == {"a": 4}
 
 
+class PeakOnceWorld:
+    """Job ``a`` needs 2 executors, 4 from T0 + 20 s, and is worth 10 when it has them; job
+    ``b`` needs 3 throughout and is worth 8; 5 cores."""
+
+    start = T0
+
+    def true_utility(self, job: str, executors: int, now: datetime) -> float:
+        if job == "b":
+            return 8.0 if executors >= 3 else 0.0
+        needed = 4 if now >= T0 + timedelta(seconds=20) else 2
+        return 10.0 if executors >= needed else 0.0
+
+    def capacity_cores(self, now: datetime) -> float:
+        return 5.0
+
+
+def test_the_mean_utility_over_a_stretch_weighs_a_single_peak_by_its_share() -> None:
+    world = PeakOnceWorld()
+    times = tuple(T0 + timedelta(seconds=s) for s in (0, 10, 20))
+    jobs = [spec("a"), spec("b")]
+    # Valued at its worst moment, `a` below 4 is worth nothing: 10 against b's 8.
+    assert solve(world, jobs, T0, times=times).executors == {"a": 4, "b": 1}
+    # On average over the three moments `a` at 2 is worth 10 * 2/3, and with b's 8 that beats 10.
+    mean = solve(world, jobs, T0, times=times, expected=True)
+    assert mean.executors == {"a": 2, "b": 3}
+    assert mean.utility == pytest.approx(10.0 * 2 / 3 + 8.0)
+
+
 def test_moments_span_the_lookback_and_the_lookahead_in_steps() -> None:
     reference = Reference("r", lookback_s=30.0, lookahead_s=10.0, summary="")
     offsets = [(t - T0).total_seconds() for t in reference.moments(T0, 10.0)]
@@ -50,17 +78,20 @@ def test_moments_span_the_lookback_and_the_lookahead_in_steps() -> None:
         "oracle-played",
         "true-models-last-30s",
         "true-models-last-60s",
+        "true-models-mean-last-60s",
         "clairvoyant-next-10s",
     ]
+    assert [r.expected for r in REFERENCES] == [False, False, False, True, False]
 
 
 def test_one_reactive_reference_per_lookback_between_the_bounds() -> None:
-    chosen = references((10.0, 120.0, 10.0))  # a repeated stretch is one reference
-    assert [(r.name, r.lookback_s, r.lookahead_s) for r in chosen] == [
-        ("oracle-played", 0.0, 0.0),
-        ("true-models-last-10s", 10.0, 0.0),
-        ("true-models-last-120s", 120.0, 0.0),
-        ("clairvoyant-next-10s", 0.0, 10.0),
+    chosen = references((10.0, 120.0, 10.0), means=(90.0, 90.0))  # a repeat is one reference
+    assert [(r.name, r.lookback_s, r.lookahead_s, r.expected) for r in chosen] == [
+        ("oracle-played", 0.0, 0.0, False),
+        ("true-models-last-10s", 10.0, 0.0, False),
+        ("true-models-last-120s", 120.0, 0.0, False),
+        ("true-models-mean-last-90s", 90.0, 0.0, True),
+        ("clairvoyant-next-10s", 0.0, 10.0, False),
     ]
 
 
