@@ -73,34 +73,28 @@ DEFAULT_LOOKBACKS: tuple[float, ...] = (30.0, 60.0)
 10 to 300 s (shorter ones miss the next rise, longer ones hold cores a peak has left)."""
 
 
-def reactive(lookback_s: float) -> Reference:
-    """True curves at the worst input of the last ``lookback_s``: what a scheduler that knows
-    only the past could do with exact models and a decision every round."""
-    return Reference(
-        f"true-models-last-{lookback_s:g}s",
-        lookback_s,
-        0.0,
-        f"true curves at the worst input of the last {lookback_s:g} s "
-        "(a reactive scheduler with exact models)",
-    )
-
-
 DEFAULT_MEANS: tuple[float, ...] = (60.0,)
 """The stretches the mean-utility references average over: on ``tiers-diurnal`` 60 to 120 s
 did best of 30 to 300 s, and better than the worst input of any stretch."""
 
 
-def expected_reactive(lookback_s: float) -> Reference:
-    """True curves at their mean utility over the inputs of the last ``lookback_s``: a reactive
-    scheduler with exact models that weighs how the recent input spread, where the worst input
-    makes every count below it worth nothing."""
+def reactive(lookback_s: float, *, expected: bool = False) -> Reference:
+    """True curves at the worst input of the last ``lookback_s``: what a scheduler that knows
+    only the past could do with exact models and a decision every round. With ``expected``, at
+    their mean utility over those inputs instead: one that weighs how the recent input spread,
+    where the worst input makes every count below it worth nothing."""
+    kind, valued = (
+        ("mean-last", "their mean utility over the inputs")
+        if expected
+        else ("last", "the worst input")
+    )
     return Reference(
-        f"true-models-mean-last-{lookback_s:g}s",
+        f"true-models-{kind}-{lookback_s:g}s",
         lookback_s,
         0.0,
-        f"true curves at their mean utility over the inputs of the last {lookback_s:g} s "
+        f"true curves at {valued} of the last {lookback_s:g} s "
         "(a reactive scheduler with exact models)",
-        expected=True,
+        expected=expected,
     )
 
 
@@ -112,7 +106,7 @@ def references(
     return (
         ORACLE_PLAYED,
         *(reactive(s) for s in dict.fromkeys(lookbacks)),
-        *(expected_reactive(s) for s in dict.fromkeys(means)),
+        *(reactive(s, expected=True) for s in dict.fromkeys(means)),
         CLAIRVOYANT,
     )
 
