@@ -49,8 +49,12 @@ typecheck: setup
 agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's driver installs)
 	$(BIN)/python -m build --wheel --outdir $(AGENT_WHEEL_DIR) agent
 
-test: setup postgres lint typecheck  ## every check and every test (and the slowest 25 tests' times)
-	$(BIN)/pytest --durations=25
+# The tests run in two parts, each printing its slowest 25 tests' times. Those that start no Spark
+# share out over every core (each worker has its own session database); the real Spark ones run
+# alone after them, since they time real processes on the machine's cores.
+test: setup postgres lint typecheck  ## every check and every test
+	$(BIN)/pytest --numprocesses auto --ignore tests/spark --durations=25
+	$(BIN)/pytest tests/spark --durations=25
 
 clean: uncompile
 	rm -rf $(VENV) $(AGENT_WHEEL_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis henge.db henge.db-*
