@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -610,16 +611,29 @@ def bench_reference(
             "valuing each count at its mean utility over the inputs of that stretch.",
         ),
     ] = "60",
+    every: Annotated[
+        float,
+        typer.Option(
+            help="Seconds between the references' decisions; in between each keeps its last "
+            "allocation, as a scheduler that waits out a quiesce after each move does. "
+            "0: every round.",
+        ),
+    ] = 0.0,
     json_file: FiguresFile = None,
 ) -> None:
     """How much of the oracle's bound is reachable: allocations from the true job curves,
-    re-solved every round and imposed at once, played through the simulated cluster."""
+    re-solved every round (or every --every seconds) and imposed at once, played through the
+    simulated cluster."""
     from scheduler.bench.reference import measure_references
     from scheduler.bench.table import Spread, fraction_text
     from scheduler.logs import configure_logging
     from scheduler.sim.reference import references
 
-    chosen = references(_stretches("--lookbacks", lookbacks), _stretches("--means", means))
+    if not (math.isfinite(every) and every >= 0):
+        raise CLIError("--every must be a finite number of seconds >= 0 (0: every round)")
+    chosen = references(
+        _stretches("--lookbacks", lookbacks), _stretches("--means", means), every_s=every
+    )
     configure_logging("warning", "console")
     names = [n for n in scenarios.split(",") if n]
     for name in names:

@@ -26,9 +26,12 @@ def measure_references(
         step_s = run_settings(scenario).round_interval_s
         rows: dict[str, Any] = {}
         for reference in references:
-            steering = reference.steering(step_s)
             runs = [
-                summarize(run_scenario(scenario, REFERENCE_POLICY, seed, steering=steering))
+                summarize(
+                    run_scenario(
+                        scenario, REFERENCE_POLICY, seed, steering=reference.steering(step_s)
+                    )
+                )
                 for seed in seeds
             ]
             rows[reference.name] = {

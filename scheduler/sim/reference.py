@@ -10,11 +10,14 @@ round and imposed at once, with the scheduler's policy switched off (``static``)
 as a fraction of the oracle's, shows how much of the bound any scheduler could reach on a
 scenario: with true models and a decision every round, sized for the worst input of a stretch
 of the past or for its mean utility over that stretch (what a reactive scheduler can know), or
-even for the worst input of the next seconds (what none can).
+even for the worst input of the next seconds (what none can). Deciding only every so many
+seconds instead (``every_s``) shows what a scheduler that waits out a quiesce after each move
+gives up by it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,6 +41,9 @@ class Reference:
     lookahead_s: float
     summary: str
     expected: bool = False
+    every_s: float = 0.0
+    """Seconds between decisions (0: every round); in between the last allocation stays, as
+    under a scheduler that waits out a quiesce after each move."""
 
     def moments(self, now: datetime, step_s: float) -> tuple[datetime, ...]:
         offsets: list[float] = []
@@ -48,12 +54,30 @@ class Reference:
         return tuple(now + timedelta(seconds=d) for d in offsets)
 
     def steering(self, step_s: float) -> Steering:
+        """A fresh steering for one run (it remembers its last decision)."""
+        last: list[tuple[datetime, Mapping[str, int]]] = []
+
         def allocate(world: World, specs: Sequence[SimJobSpec], now: datetime) -> Mapping[str, int]:
+            # (time running backwards means a new run: it decides afresh)
+            if last and 0 <= (now - last[0][0]).total_seconds() < self.every_s - 1e-9:
+                return last[0][1]
             moments = self.moments(now, step_s)
             solution = solve(world, specs, now, times=moments, expected=self.expected)
+            last[:] = [(now, solution.executors)]
             return solution.executors
 
         return allocate
+
+    def deciding_every(self, every_s: float) -> Reference:
+        """The same reference deciding only every ``every_s`` seconds (0: every round)."""
+        if every_s <= 0:
+            return self
+        return dataclasses.replace(
+            self,
+            name=f"{self.name}-every-{every_s:g}s",
+            summary=f"{self.summary}, deciding every {every_s:g} s",
+            every_s=every_s,
+        )
 
 
 ORACLE_PLAYED = Reference(
@@ -99,16 +123,19 @@ def reactive(lookback_s: float, *, expected: bool = False) -> Reference:
 
 
 def references(
-    lookbacks: Sequence[float] = DEFAULT_LOOKBACKS, means: Sequence[float] = DEFAULT_MEANS
+    lookbacks: Sequence[float] = DEFAULT_LOOKBACKS,
+    means: Sequence[float] = DEFAULT_MEANS,
+    every_s: float = 0.0,
 ) -> tuple[Reference, ...]:
     """The played oracle, a reactive reference per lookback and per mean's stretch, and the
-    clairvoyant one."""
-    return (
+    clairvoyant one, each deciding every ``every_s`` seconds (0: every round)."""
+    chosen = (
         ORACLE_PLAYED,
         *(reactive(s) for s in dict.fromkeys(lookbacks)),
         *(reactive(s, expected=True) for s in dict.fromkeys(means)),
         CLAIRVOYANT,
     )
+    return tuple(r.deciding_every(every_s) for r in chosen)
 
 
 REFERENCES: tuple[Reference, ...] = references()

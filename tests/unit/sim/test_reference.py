@@ -9,8 +9,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from scheduler.bench.reference import measure_references
 from scheduler.sim.oracle import solve
-from scheduler.sim.reference import REFERENCE_POLICY, REFERENCES, Reference, references
+from scheduler.sim.reference import (
+    REFERENCE_POLICY,
+    REFERENCES,
+    Reference,
+    reactive,
+    references,
+)
 from scheduler.sim.run import run_scenario
 from scheduler.sim.summary import summarize
 from scheduler.sim.types import SimJobSpec, World
@@ -40,6 +47,41 @@ def test_each_count_is_valued_at_its_worst_moment() -> None:
     ahead = solve(world, [spec("a")], T0, times=(T0, T0 + timedelta(seconds=10)))
     assert now_only.executors == {"a": 2}
     assert ahead.executors == {"a": 4}
+
+
+def test_a_reference_deciding_every_30_s_keeps_its_allocation_in_between() -> None:
+    world, jobs = RisingWorld(), [spec("a")]
+    at = [T0 + timedelta(seconds=s) for s in (0, 10, 20, 30)]
+    each_round = reactive(0.0).steering(10.0)
+    assert [dict(each_round(world, jobs, t)) for t in at] == [{"a": n} for n in (2, 4, 4, 4)]
+    # Deciding every 30 s, the rise at T0 + 10 s is answered only at T0 + 30 s.
+    slow = reactive(0.0).deciding_every(30.0).steering(10.0)
+    assert [dict(slow(world, jobs, t)) for t in at] == [{"a": n} for n in (2, 2, 2, 4)]
+
+
+def test_each_seed_of_a_measure_plays_a_steering_of_its_own() -> None:
+    # A steering remembers its last decision: shared by the seeds, the second would start on the
+    # first one's last allocation and keep it for the whole run.
+    slow = (reactive(30.0, expected=True).deciding_every(60.0),)
+    both = measure_references(["demo"], [1, 2], slow)["demo"][slow[0].name]["oracle_fraction"]
+    alone = [
+        measure_references(["demo"], [seed], slow)["demo"][slow[0].name]["oracle_fraction"]["mean"]
+        for seed in (1, 2)
+    ]
+    assert both["mean"] == pytest.approx(sum(alone) / 2, abs=1e-3)
+    assert both["worst"] == pytest.approx(min(alone), abs=1e-3)
+
+
+def test_every_reference_of_a_list_decides_at_the_cadence_asked() -> None:
+    chosen = references((30.0,), means=(60.0,), every_s=60.0)
+    assert [(r.name, r.every_s) for r in chosen] == [
+        ("oracle-played-every-60s", 60.0),
+        ("true-models-last-30s-every-60s", 60.0),
+        ("true-models-mean-last-60s-every-60s", 60.0),
+        ("clairvoyant-next-10s-every-60s", 60.0),
+    ]
+    assert all(r.summary.endswith(", deciding every 60 s") for r in chosen)
+    assert references((30.0,), means=(60.0,)) == references((30.0,), means=(60.0,), every_s=0)
 
 
 class PeakOnceWorld:
