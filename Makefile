@@ -50,10 +50,11 @@ agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's d
 	$(BIN)/python -m build --wheel --outdir $(AGENT_WHEEL_DIR) agent
 
 # The tests run in two parts, each printing its slowest 25 tests' times. Those that start no Spark
-# share out over every core (each worker has its own session database); the real Spark ones run
-# alone after them, since they time real processes on the machine's cores.
+# share out over the cores, four at the most (each worker has its own session database, and a
+# few tests drive servers with tens of connections against Postgres's default limit of 100);
+# the real Spark ones run alone after them, since they time real processes on the machine's cores.
 test: setup postgres lint typecheck  ## every check and every test
-	$(BIN)/pytest --numprocesses auto --ignore tests/spark --durations=25
+	$(BIN)/pytest --numprocesses auto --maxprocesses 4 --ignore tests/spark --durations=25
 	$(BIN)/pytest tests/spark --durations=25
 
 clean: uncompile

@@ -611,28 +611,28 @@ def bench_reference(
             "valuing each count at its mean utility over the inputs of that stretch.",
         ),
     ] = "60",
-    every: Annotated[
+    quiesce: Annotated[
         float,
         typer.Option(
-            help="Seconds between the references' decisions; in between each keeps its last "
-            "allocation, as a scheduler that waits out a quiesce after each move does. "
-            "0: every round.",
+            help="Seconds each reference keeps an allocation that moved executors before it "
+            "decides again (rounded up to whole rounds), as henge waits out a quiesce after "
+            "each move. 0: a decision every round.",
         ),
     ] = 0.0,
     json_file: FiguresFile = None,
 ) -> None:
     """How much of the oracle's bound is reachable: allocations from the true job curves,
-    re-solved every round (or every --every seconds) and imposed at once, played through the
-    simulated cluster."""
+    re-solved every round (or after each move's --quiesce) and imposed at once, played through
+    the simulated cluster."""
     from scheduler.bench.reference import measure_references
     from scheduler.bench.table import Spread, fraction_text
     from scheduler.logs import configure_logging
     from scheduler.sim.reference import references
 
-    if not (math.isfinite(every) and every >= 0):
-        raise CLIError("--every must be a finite number of seconds >= 0 (0: every round)")
+    if not (math.isfinite(quiesce) and quiesce >= 0):
+        raise CLIError("--quiesce must be a finite number of seconds >= 0 (0: decide every round)")
     chosen = references(
-        _stretches("--lookbacks", lookbacks), _stretches("--means", means), every_s=every
+        _stretches("--lookbacks", lookbacks), _stretches("--means", means), quiesce_s=quiesce
     )
     configure_logging("warning", "console")
     names = [n for n in scenarios.split(",") if n]
@@ -858,12 +858,19 @@ def sim(
     ] = None,
     plot: Annotated[Path | None, typer.Option(help="Write a PNG of utility over time.")] = None,
     params: Annotated[str | None, typer.Option(help="Policy settings as JSON.")] = None,
+    rounds: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write every round as a line of JSON: its time, state, action and reason, "
+            "and each job's executors, utility, latency and utility under the oracle.",
+        ),
+    ] = None,
 ) -> None:
     """Run a scenario in the simulated cluster through the real scheduling loop."""
     from rich.progress import Progress
 
     from scheduler.logs import configure_logging
-    from scheduler.sim.run import run_scenario, write_outputs
+    from scheduler.sim.run import run_scenario, write_outputs, write_rounds
 
     configure_logging("warning", "console")  # one log line per round would drown the table
     chosen = _load_scenario(scenario)
@@ -874,8 +881,10 @@ def sim(
         result = run_scenario(chosen, policy, seed, policy_params=overrides,
                               progress=lambda done: bar.update(task, completed=done))  # fmt: skip
     written = write_outputs(result, json_file, plot)
+    if rounds is not None:
+        write_rounds(result, rounds)
     _print_summary(written.summary, result.wall_seconds)
-    for path in (json_file, plot):
+    for path in (json_file, plot, rounds):
         if path is not None:
             out.print(f"wrote {path}")
 

@@ -10,14 +10,15 @@ round and imposed at once, with the scheduler's policy switched off (``static``)
 as a fraction of the oracle's, shows how much of the bound any scheduler could reach on a
 scenario: with true models and a decision every round, sized for the worst input of a stretch
 of the past or for its mean utility over that stretch (what a reactive scheduler can know), or
-even for the worst input of the next seconds (what none can). Deciding only every so many
-seconds instead (``every_s``) shows what a scheduler that waits out a quiesce after each move
-gives up by it.
+even for the worst input of the next seconds (what none can). Holding each allocation that
+moves executors for a quiesce before deciding again (``quiesce_s``), as ``henge`` does, shows
+what that wait alone costs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,9 +42,10 @@ class Reference:
     lookahead_s: float
     summary: str
     expected: bool = False
-    every_s: float = 0.0
-    """Seconds between decisions (0: every round); in between the last allocation stays, as
-    under a scheduler that waits out a quiesce after each move."""
+    quiesce_s: float = 0.0
+    """After a decision that moves executors, the allocation is kept this long (in whole
+    rounds) before the next decision, and a job arriving meanwhile keeps its admission size
+    until then; 0: a decision every round."""
 
     def moments(self, now: datetime, step_s: float) -> tuple[datetime, ...]:
         offsets: list[float] = []
@@ -54,29 +56,35 @@ class Reference:
         return tuple(now + timedelta(seconds=d) for d in offsets)
 
     def steering(self, step_s: float) -> Steering:
-        """A fresh steering for one run (it remembers its last decision)."""
-        last: list[tuple[datetime, Mapping[str, int]]] = []
+        """A steering for one run: it remembers its last move."""
+        moved_at: list[datetime] = []
+        held: dict[str, int] = {}
 
         def allocate(world: World, specs: Sequence[SimJobSpec], now: datetime) -> Mapping[str, int]:
-            # (time running backwards means a new run: it decides afresh)
-            if last and 0 <= (now - last[0][0]).total_seconds() < self.every_s - 1e-9:
-                return last[0][1]
+            if moved_at and (now - moved_at[0]).total_seconds() < self.quiesce_s - 1e-9:
+                return held
             moments = self.moments(now, step_s)
             solution = solve(world, specs, now, times=moments, expected=self.expected)
-            last[:] = [(now, solution.executors)]
+            if solution.executors != held:  # (the first decision is a move too)
+                moved_at[:] = [now]
+                held.clear()
+                held.update(solution.executors)
             return solution.executors
 
         return allocate
 
-    def deciding_every(self, every_s: float) -> Reference:
-        """The same reference deciding only every ``every_s`` seconds (0: every round)."""
-        if every_s <= 0:
+    def with_quiesce(self, quiesce_s: float) -> Reference:
+        """The same reference keeping each allocation that moves executors for ``quiesce_s``
+        seconds before it decides again (0: as it is, deciding every round)."""
+        if not (math.isfinite(quiesce_s) and quiesce_s >= 0):
+            raise ValueError(f"quiesce_s must be a finite number of seconds >= 0, not {quiesce_s}")
+        if quiesce_s == 0:
             return self
         return dataclasses.replace(
             self,
-            name=f"{self.name}-every-{every_s:g}s",
-            summary=f"{self.summary}, deciding every {every_s:g} s",
-            every_s=every_s,
+            name=f"{self.name}-quiesce-{quiesce_s:g}s",
+            summary=f"{self.summary}, holding each move for {quiesce_s:g} s",
+            quiesce_s=quiesce_s,
         )
 
 
@@ -125,17 +133,17 @@ def reactive(lookback_s: float, *, expected: bool = False) -> Reference:
 def references(
     lookbacks: Sequence[float] = DEFAULT_LOOKBACKS,
     means: Sequence[float] = DEFAULT_MEANS,
-    every_s: float = 0.0,
+    quiesce_s: float = 0.0,
 ) -> tuple[Reference, ...]:
     """The played oracle, a reactive reference per lookback and per mean's stretch, and the
-    clairvoyant one, each deciding every ``every_s`` seconds (0: every round)."""
+    clairvoyant one, each holding every move for ``quiesce_s`` (0: deciding every round)."""
     chosen = (
         ORACLE_PLAYED,
         *(reactive(s) for s in dict.fromkeys(lookbacks)),
         *(reactive(s, expected=True) for s in dict.fromkeys(means)),
         CLAIRVOYANT,
     )
-    return tuple(r.deciding_every(every_s) for r in chosen)
+    return tuple(r.with_quiesce(quiesce_s) for r in chosen)
 
 
 REFERENCES: tuple[Reference, ...] = references()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -68,6 +69,19 @@ def write_outputs(result: SimResult, json_path: Path | None, plot_path: Path | N
         plot_path.parent.mkdir(parents=True, exist_ok=True)
         plot_run(result, plot_path)
     return Outputs(summary, json_path, plot_path)
+
+
+def write_rounds(result: SimResult, path: Path) -> None:
+    """Every round of ``result`` as a line of JSON (the fields of
+    :class:`~scheduler.sim.types.RoundSample`), to read a run round by round."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as out:
+        for sample in result.samples:
+            row = {
+                f.name: dict(v) if isinstance(v := getattr(sample, f.name), Mapping) else v
+                for f in dataclasses.fields(sample)
+            }
+            out.write(json.dumps(row) + "\n")
 
 
 def load(name_or_path: str) -> Scenario:

@@ -8,10 +8,13 @@ Screenshots of every page go to ``test-artifacts/browser/``.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,10 +64,24 @@ def _ensure_chromium() -> None:
         pytest.skip(f"no headless Chromium at {CHROMIUM}: {result.stderr.strip()[-300:]}")
 
 
+@contextmanager
+def _one_installer_at_a_time() -> Iterator[None]:
+    """The tests run in several worker processes, each with this session fixture: two pip or
+    apt-get runs at once would fail on each other's locks, so the workers take turns."""
+    lock = Path(tempfile.gettempdir()) / "henge-browser-setup.lock"
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    _ensure_playwright()
-    _ensure_chromium()
+    with _one_installer_at_a_time():
+        _ensure_playwright()
+        _ensure_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -602,12 +602,12 @@ def test_bench_reference_plays_one_reactive_reference_per_stretch(tmp_path: Path
     out_file = tmp_path / "reference.json"
     ok(henge(
         "bench", "reference", "--scenarios", "demo", "--seeds", "1", "--lookbacks", "20",
-        "--means", "40", "--every", "30", "--json", str(out_file), timeout=300,
+        "--means", "40", "--quiesce", "30", "--json", str(out_file), timeout=300,
     ))  # fmt: skip
     figures = json.loads(out_file.read_text())["demo"]
     assert list(figures) == [
-        "oracle-played-every-30s", "true-models-last-20s-every-30s",
-        "true-models-mean-last-40s-every-30s", "clairvoyant-next-10s-every-30s",
+        "oracle-played-quiesce-30s", "true-models-last-20s-quiesce-30s",
+        "true-models-mean-last-40s-quiesce-30s", "clairvoyant-next-10s-quiesce-30s",
     ]  # fmt: skip
     for row in figures.values():
         assert row["seeds"] == [1] and 0 < row["oracle_fraction"]["mean"] <= 1.0 + 1e-9
@@ -621,6 +621,6 @@ def test_bench_reference_refuses_stretches_that_are_not_positive_seconds(
     one_line_error(henge("bench", "reference", option, stretches), option)
 
 
-@pytest.mark.parametrize("every", ["nan", "inf", "-10"])
-def test_bench_reference_refuses_a_cadence_that_is_not_finite_seconds(every: str):
-    one_line_error(henge("bench", "reference", "--every", every), "--every")
+@pytest.mark.parametrize("quiesce", ["nan", "inf", "-10"])
+def test_bench_reference_refuses_a_quiesce_that_is_not_finite_seconds(quiesce: str):
+    one_line_error(henge("bench", "reference", "--quiesce", quiesce), "--quiesce")

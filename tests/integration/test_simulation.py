@@ -131,11 +131,11 @@ def test_diurnal_henge_paper_beats_static_at_initial_size_5x_and_static_sized_fo
     assert henge >= by_hand, (henge, by_hand)
 
 
-def test_henge_sim_writes_the_design_json_and_a_plot(tmp_path: Path):
-    out, plot = tmp_path / "run.json", tmp_path / "run.png"
+def test_henge_sim_writes_the_design_json_a_plot_and_the_rounds(tmp_path: Path):
+    out, plot, rounds = tmp_path / "run.json", tmp_path / "run.png", tmp_path / "rounds.jsonl"
     done = subprocess.run(  # noqa: PLW1510 - the exit code is asserted below
         [*henge_command(), "sim", "priority-greedy", "--policy", "henge", "--seed", "3",
-         "--json", str(out), "--plot", str(plot)],
+         "--json", str(out), "--plot", str(plot), "--rounds", str(rounds)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -147,6 +147,17 @@ def test_henge_sim_writes_the_design_json_and_a_plot(tmp_path: Path):
     assert set(summary["utility"]) >= {"integral", "max_integral", "fraction", "oracle_fraction"}
     assert len(summary["jobs"]) == 9
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    lines = [json.loads(line) for line in rounds.read_text().splitlines()]
+    acting = [r for r in lines if r["t_s"] >= 0]
+    assert len(acting) == summary["rounds"]  # the summary counts the rounds the policy acted in
+    assert [r["t_s"] for r in lines] == sorted(r["t_s"] for r in lines)
+    names = {j["name"] for j in summary["jobs"]}
+    for row in acting:
+        assert set(row["executors"]) == set(row["utilities"]) == names
+        assert row["reason"] and row["total_utility"] == pytest.approx(
+            sum(row["utilities"].values()), abs=1e-6
+        )
+    assert any(r["action"] == "reconfigure" for r in acting)
 
 
 def test_a_scenario_file_with_an_error_gets_one_line_naming_the_key(tmp_path: Path):

@@ -4,6 +4,7 @@ imposed on the simulated world every round in place of the policy's plan."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -49,20 +50,33 @@ def test_each_count_is_valued_at_its_worst_moment() -> None:
     assert ahead.executors == {"a": 4}
 
 
-def test_a_reference_deciding_every_30_s_keeps_its_allocation_in_between() -> None:
+def test_a_reference_with_a_quiesce_keeps_each_move_that_long() -> None:
     world, jobs = RisingWorld(), [spec("a")]
-    at = [T0 + timedelta(seconds=s) for s in (0, 10, 20, 30)]
+    at = [T0 + timedelta(seconds=s) for s in (0, 10, 20, 30, 40, 50)]
     each_round = reactive(0.0).steering(10.0)
-    assert [dict(each_round(world, jobs, t)) for t in at] == [{"a": n} for n in (2, 4, 4, 4)]
-    # Deciding every 30 s, the rise at T0 + 10 s is answered only at T0 + 30 s.
-    slow = reactive(0.0).deciding_every(30.0).steering(10.0)
-    assert [dict(slow(world, jobs, t)) for t in at] == [{"a": n} for n in (2, 2, 2, 4)]
+    assert [each_round(world, jobs, t)["a"] for t in at] == [2, 4, 4, 4, 4, 4]
+    # Its first move (to 2) is held for 30 s: the rise at T0 + 10 s is answered at T0 + 30 s.
+    slow = reactive(0.0).with_quiesce(30.0).steering(10.0)
+    assert [slow(world, jobs, t)["a"] for t in at] == [2, 2, 2, 4, 4, 4]
+
+
+def test_a_quiesce_follows_a_move_only() -> None:
+    # The first move (to 2) is held until T0 + 15 s; the decision at T0 + 20 s moves nothing,
+    # so it starts no quiesce, and the rise at T0 + 30 s is answered at once.
+    class Later(RisingWorld):
+        def true_utility(self, job: str, executors: int, now: datetime) -> float:
+            return super().true_utility(job, executors, now - timedelta(seconds=20))
+
+    world, jobs = Later(), [spec("a")]
+    slow = reactive(0.0).with_quiesce(15.0).steering(10.0)
+    at = [T0 + timedelta(seconds=s) for s in (0, 10, 20, 30, 40)]
+    assert [slow(world, jobs, t)["a"] for t in at] == [2, 2, 2, 4, 4]
 
 
 def test_each_seed_of_a_measure_plays_a_steering_of_its_own() -> None:
-    # A steering remembers its last decision: shared by the seeds, the second would start on the
-    # first one's last allocation and keep it for the whole run.
-    slow = (reactive(30.0, expected=True).deciding_every(60.0),)
+    # A steering remembers its last move: shared by the seeds, the second would start on the
+    # first one's last allocation and, its clock behind that move, keep it for the whole run.
+    slow = (reactive(30.0, expected=True).with_quiesce(60.0),)
     both = measure_references(["demo"], [1, 2], slow)["demo"][slow[0].name]["oracle_fraction"]
     alone = [
         measure_references(["demo"], [seed], slow)["demo"][slow[0].name]["oracle_fraction"]["mean"]
@@ -72,16 +86,22 @@ def test_each_seed_of_a_measure_plays_a_steering_of_its_own() -> None:
     assert both["worst"] == pytest.approx(min(alone), abs=1e-3)
 
 
-def test_every_reference_of_a_list_decides_at_the_cadence_asked() -> None:
-    chosen = references((30.0,), means=(60.0,), every_s=60.0)
-    assert [(r.name, r.every_s) for r in chosen] == [
-        ("oracle-played-every-60s", 60.0),
-        ("true-models-last-30s-every-60s", 60.0),
-        ("true-models-mean-last-60s-every-60s", 60.0),
-        ("clairvoyant-next-10s-every-60s", 60.0),
+def test_every_reference_of_a_list_holds_its_moves_for_the_quiesce_asked() -> None:
+    chosen = references((30.0,), means=(60.0,), quiesce_s=60.0)
+    assert [(r.name, r.quiesce_s) for r in chosen] == [
+        ("oracle-played-quiesce-60s", 60.0),
+        ("true-models-last-30s-quiesce-60s", 60.0),
+        ("true-models-mean-last-60s-quiesce-60s", 60.0),
+        ("clairvoyant-next-10s-quiesce-60s", 60.0),
     ]
-    assert all(r.summary.endswith(", deciding every 60 s") for r in chosen)
-    assert references((30.0,), means=(60.0,)) == references((30.0,), means=(60.0,), every_s=0)
+    assert all(r.summary.endswith(", holding each move for 60 s") for r in chosen)
+    assert references((30.0,), means=(60.0,)) == references((30.0,), means=(60.0,), quiesce_s=0)
+
+
+@pytest.mark.parametrize("quiesce_s", [-1.0, math.inf, math.nan])
+def test_a_quiesce_is_finite_seconds(quiesce_s: float) -> None:
+    with pytest.raises(ValueError, match="quiesce_s"):
+        reactive(30.0).with_quiesce(quiesce_s)
 
 
 class PeakOnceWorld:
