@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -629,11 +628,11 @@ def bench_reference(
     from scheduler.logs import configure_logging
     from scheduler.sim.reference import references
 
-    if not (math.isfinite(quiesce) and quiesce >= 0):
-        raise CLIError("--quiesce must be a finite number of seconds >= 0 (0: decide every round)")
-    chosen = references(
-        _stretches("--lookbacks", lookbacks), _stretches("--means", means), quiesce_s=quiesce
-    )
+    stretches = _stretches("--lookbacks", lookbacks), _stretches("--means", means)
+    try:
+        chosen = references(*stretches, quiesce_s=quiesce)
+    except ValueError as exc:  # the quiesce, checked where a reference takes it
+        raise CLIError(f"--quiesce: {exc} (0: decide every round)") from exc
     configure_logging("warning", "console")
     names = [n for n in scenarios.split(",") if n]
     for name in names:

@@ -57,18 +57,15 @@ class Reference:
 
     def steering(self, step_s: float) -> Steering:
         """A steering for one run: it remembers its last move."""
-        moved_at: list[datetime] = []
-        held: dict[str, int] = {}
+        last: list[tuple[datetime, Mapping[str, int]]] = []  # (when, the allocation it moved to)
 
         def allocate(world: World, specs: Sequence[SimJobSpec], now: datetime) -> Mapping[str, int]:
-            if moved_at and (now - moved_at[0]).total_seconds() < self.quiesce_s - 1e-9:
-                return held
+            if last and (now - last[0][0]).total_seconds() < self.quiesce_s - 1e-9:
+                return last[0][1]
             moments = self.moments(now, step_s)
             solution = solve(world, specs, now, times=moments, expected=self.expected)
-            if solution.executors != held:  # (the first decision is a move too)
-                moved_at[:] = [now]
-                held.clear()
-                held.update(solution.executors)
+            if not last or solution.executors != last[0][1]:  # (the first decision is a move)
+                last[:] = [(now, solution.executors)]
             return solution.executors
 
         return allocate
