@@ -27,6 +27,8 @@ from scheduler.sim.types import SimResult
 from scheduler.sim.world import build_world
 from tests.serving import henge_command
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+
 
 def without_wall_clock(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if k != "wall"}
@@ -129,6 +131,21 @@ def test_diurnal_henge_paper_beats_static_at_initial_size_5x_and_static_sized_fo
         )
     assert henge >= 5 * initial, (henge, initial)
     assert henge >= by_hand, (henge, by_hand)
+
+
+def test_a_job_admitted_with_its_executor_pending_gets_room_from_lower_priorities():
+    """`crowd-and-spike`: `new-1` arrives in a full cluster, its one 4-core executor pending.
+    Counted as held, that executor was growth nobody made room for, and the job earned nothing
+    for 36 minutes, until the fillers gave back their surplus after `stabilization_s`."""
+    scenario = load_scenario(str(EXAMPLES / "crowd-and-spike.yaml"))
+    summary = summarize(run_scenario(scenario, "henge", seed=1))
+    arrival = next(
+        e for e in summary["events"] if e["kind"] == "arrival" and e["subject"] == ["new-1"]
+    )
+    assert arrival["tiers"]["30"] is not None and arrival["tiers"]["30"] <= 300, arrival
+    new_1 = next(j for j in summary["jobs"] if j["name"] == "new-1")
+    assert new_1["mean_utility_fraction"] >= 0.9, new_1
+    assert summary["utility"]["oracle_fraction"] >= 0.95
 
 
 def test_henge_sim_writes_the_design_json_a_plot_and_the_rounds(tmp_path: Path):

@@ -392,3 +392,40 @@ def test_the_lowest_tier_gives_way_even_before_its_model_is_trusted() -> None:
     round_ = ProductRound(ProductSettings(), snapshot(views, when=now), state, now)
     round_.plan_move()
     assert [n for n, _ in round_.offer(views[2]).points] == [2]
+
+
+def test_executors_waiting_for_room_make_lower_priority_jobs_give_way() -> None:
+    """A job admitted into a full cluster with its minimum pending (its initial count): its
+    allocation is what it asked for, so left as held it could never grow into it, and it waited
+    until some job gave back a surplus an hour later."""
+    policy = HengeProductPolicy()
+    filler = streaming("filler", 30, 2000.0)  # meets its SLO; its model says it needs 7
+    arrived = job(
+        "arrived", priority=30.0, executors=1, cores=4, utility=0.0, capacity=None,
+        initial_executors=1, executors_reported=0, input_rate=3000.0,
+    )  # fmt: skip
+    state = ProductState(models=fitted([filler]))
+
+    def round_at(seconds: float, free: float, state: ProductState) -> tuple[Plan, ProductState]:
+        # Three nodes of 16 cores: free cores spread over them, so none holds 4 at free=3.
+        return decide(policy, [filler, arrived], state, seconds, free=free, nodes=3, cores=16.0)
+
+    # Just admitted: its executor may still be starting, so nothing moves for it yet.
+    plan, state = round_at(0, 3.0, state)
+    assert "arrived" in state.short_since and not plan.changes, plan.reason
+    # Still not up after a quiesce, with no node room for it: the filler makes room, and the
+    # arrived job's allocation stays the one it asked for.
+    plan, later = round_at(70, 3.0, state)
+    assert plan.action is ActionKind.RECONFIGURE, plan.reason
+    assert "arrived: 1 executor(s) waiting for room" in plan.reason
+    moved = targets(plan)
+    assert "arrived" not in moved and moved["filler"] <= 30 - 4 + 3, plan.reason
+    # With a node that has room for it the executor is only starting: nobody gives way.
+    plan, _ = round_at(70, 15.0, state)
+    assert plan.action is ActionKind.NONE and "waiting for room" not in plan.reason, plan.reason
+    # Once it runs, the job is no longer short of executors.
+    up = replace(arrived, metrics=replace(arrived.metrics, executors_reported=1))
+    _, later = decide(policy, [filler, up], later, 140, free=0.0, nodes=3, cores=16.0)
+    assert "arrived" not in later.short_since
+    # And what it remembers survives a restart of the scheduler.
+    assert policy.load_state(policy.dump_state(state)).short_since == state.short_since

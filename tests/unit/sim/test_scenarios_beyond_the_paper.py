@@ -179,3 +179,28 @@ def test_the_tiers_diurnal_examples_differ_only_in_the_speed_of_the_trace(
         assert trace is not None and trace.compression == seconds_per_minute
         at_base_speed = dataclasses.replace(theirs.input, trace=replace_speed(trace, 10.0))
         assert dataclasses.replace(theirs, input=at_base_speed) == ours
+
+
+OTHER_EXAMPLES = (
+    "crowd-and-spike",
+    "node-loss-full",
+    "four-tiers-bursty",
+    "big-silver-spike",
+    "diurnal-2core-slow",
+    "many-jobs",
+    "stateful-tiers",
+    "mem-partitions",
+    "same-priority-crowd",
+)
+"""Scenarios that are not built in, run to check the policies beyond the built-in ones."""
+
+
+@pytest.mark.parametrize("name", OTHER_EXAMPLES)
+def test_the_other_examples_load_and_run_a_short_horizon_under_static(name: str) -> None:
+    scn = load_scenario(str(EXAMPLES / f"{name}.yaml"))
+    assert scn.name == name and "Not built in" in scn.description
+    short = dataclasses.replace(scn, duration_s=scn.scheduler_start_s + 300)
+    summary = summarize(run_scenario(short, "static", seed=1))
+    assert summary["rounds"] == 31  # t = 0, 10, ..., 300
+    assert 0 < summary["utility"]["fraction"] <= 1
+    assert len(summary["tiers"]) >= (1 if name == "same-priority-crowd" else 3)

@@ -21,9 +21,10 @@ One round, on the jobs ``decide`` counted:
    whose model is not trusted offers its allocation (valued at what it earns, or, while it
    drains a backlog, at the share of its demand it processes), one executor less at 0 when it
    meets its SLO above its minimum and a job of higher priority misses, and, missing its own,
-   eq. 2.4's step. If the best allocation raises some job's predicted utility by ``min_gain``
-   of its priority, the move toward it is made at once, several jobs together (a
-   reconfiguration).
+   eq. 2.4's step. A job missing its SLO plans with the executors it runs: those that have
+   waited ``quiesce_s`` for room on the nodes are growth the others make room for. If the best
+   allocation raises some job's predicted utility by ``min_gain`` of its priority, the move
+   toward it is made at once, several jobs together (a reconfiguration).
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -43,6 +44,7 @@ from typing import Any, ClassVar
 
 from scheduler.core.admission import AdmissionRule
 from scheduler.core.bounds import upper_bound
+from scheduler.core.cluster import room_for
 from scheduler.core.model import ActionKind, Change, ClusterState, JobView, Plan, Snapshot
 from scheduler.core.policies.henge import product_state
 from scheduler.core.policies.henge.allocate import Offer, move_toward, solve
@@ -200,6 +202,7 @@ class ProductRound:
         models: dict[str, JobModel] = {}
         errors: dict[str, float] = {}
         peaks: dict[str, tuple[float, float]] = {}
+        short: dict[str, float] = {}
         # A moved job's window mixes its old and new allocation for a while: its error is
         # measured when the move is judged instead.
         move = st.last_move
@@ -226,6 +229,9 @@ class ProductRound:
             peak = self.peak(job, st.peaks.get(job_id))
             if peak is not None:
                 peaks[job_id] = peak
+            running = job.metrics.executors_reported if job.metrics is not None else None
+            if running is not None and running < job.executors:
+                short[job_id] = st.short_since.get(job_id, self.now_s)
         snap = self.snapshot
         self.errors = keep_frozen(snap, st.errors, errors)
         self.update(
@@ -233,6 +239,7 @@ class ProductRound:
             models=keep_frozen(snap, st.models, models),
             errors=self.errors,
             peaks=keep_frozen(snap, st.peaks, peaks),
+            short_since=keep_frozen(snap, st.short_since, short),
         )
 
     def prediction_error(
@@ -464,15 +471,16 @@ class ProductRound:
         self._top_missing = max(missing)
         self._grid = max(_GIVING_GRID, min(_GROWING_GRID, _GRID_BUDGET // len(missing)))
         self._giving_grid = max(1, min(_GIVING_GRID, _GRID_BUDGET // len(self.jobs)))
+        jobs = [self.as_placed(job) for job in self.jobs]
         self._capacity = self.snapshot.cluster.free_cores + sum(
-            j.executors * j.cores_per_executor for j in self.jobs
+            j.executors * j.cores_per_executor for j in jobs
         )
-        offers = [self.offer(job) for job in self.jobs]
+        offers = [self.offer(job) for job in jobs]
         targets = solve(offers, self.snapshot.cluster)
         if targets is None:
             self.notes.append("the jobs' minimums do not fit")
             return None
-        steps = move_toward(targets, self.jobs, self.snapshot.cluster)
+        steps = move_toward(targets, jobs, self.snapshot.cluster)
         values = {o.job.job_id: o for o in offers}
         helped = any(
             s.target > s.job.executors
@@ -486,13 +494,37 @@ class ProductRound:
             return None
         if not self.s.preempt:
             steps = [s for s in steps if s.target > s.job.executors]
+        # A job growing into executors it already asked for keeps its allocation: the room
+        # the others make is the whole change.
         changes = [
-            Change(s.job.job_id, s.job.executors, s.target, self.why(s.job, s.target))
+            Change(s.job.job_id, held, s.target, self.why(s.job, s.target))
             for s in steps
+            if (held := self.by_id[s.job.job_id].executors) != s.target
         ]
+        if not changes:
+            return None
         self.act(changes)
         self.update(cluster_state=ClusterState.NOT_CONVERGED, settle_count=0, best_fraction=None)
         return self.plan(ActionKind.RECONFIGURE, f"reconfigure: {self.listed(changes)}", changes)
+
+    def as_placed(self, job: JobView) -> JobView:
+        """``job`` as the cluster holds it. Executors that have not come up within
+        ``quiesce_s`` while no node has room for one of their size wait for room: they hold no
+        cores, so the plan counts them as growth the others must make room for (left as held,
+        a job admitted into a full cluster would wait for them until some job gave back)."""
+        since = self.state.short_since.get(job.job_id)
+        m = job.metrics
+        if since is None or m is None or m.executors_reported is None:
+            return job
+        if meets_slo(job.utility, job.priority):
+            return job  # (nothing to gain from room for them now; they get it as it comes)
+        waiting = job.executors - m.executors_reported
+        if self.now_s - since < self.s.quiesce_s or waiting <= 0:
+            return job
+        if room_for(self.snapshot.cluster, job.cores_per_executor, job.memory_mb) >= waiting:
+            return job  # (placed as soon as the cluster gets to it)
+        self.notes.append(f"{job.name}: {waiting} executor(s) waiting for room")
+        return dataclasses.replace(job, executors=m.executors_reported)
 
     def unhelped(self) -> str:
         """Why a round with jobs missing their SLO moves nothing: name them (the first few), so

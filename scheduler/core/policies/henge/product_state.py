@@ -52,6 +52,9 @@ class ProductState:
     """Per job: (recent peak input rate, when it was last updated, epoch seconds)."""
     surplus_since: Mapping[str, float] = field(default_factory=dict)
     """Per job: since when (epoch seconds) it has held executors it does not need."""
+    short_since: Mapping[str, float] = field(default_factory=dict)
+    """Per job: since when (epoch seconds) its reports have shown fewer executors running than
+    its allocation."""
     settle_count: int = 0
     best_fraction: float | None = None
     """In ``converged``: the best utility fraction since converging (the drop reference)."""
@@ -97,6 +100,7 @@ def dump(state: ProductState) -> JSONDict:
         "errors": dict(sorted(state.errors.items())),
         "peaks": {k: list(v) for k, v in sorted(state.peaks.items())},
         "surplus_since": dict(sorted(state.surplus_since.items())),
+        "short_since": dict(sorted(state.short_since.items())),
         "settle_count": state.settle_count,
         "best_fraction": state.best_fraction,
     }
@@ -137,6 +141,7 @@ def load(data: Mapping[str, Any]) -> ProductState:
         errors={str(k): float(v) for k, v in (data.get("errors") or {}).items()},
         peaks={str(k): (float(v[0]), float(v[1])) for k, v in (data.get("peaks") or {}).items()},
         surplus_since={str(k): float(v) for k, v in (data.get("surplus_since") or {}).items()},
+        short_since={str(k): float(v) for k, v in (data.get("short_since") or {}).items()},
         settle_count=int(data.get("settle_count", 0)),
         best_fraction=_opt(data.get("best_fraction")),
     )
