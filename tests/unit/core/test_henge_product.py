@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.core.allocation import JobChoices, solve_choices
-from scheduler.core.model import ActionKind, ClusterState, JobView, Plan
+from scheduler.core.model import ActionKind, ClusterState, ClusterView, JobView, NodeView, Plan
 from scheduler.core.policies.henge.allocate import Offer
 from scheduler.core.policies.henge.model import JobModel, observe
 from scheduler.core.policies.henge.outlook import demand, executors_needed
@@ -429,3 +429,78 @@ def test_executors_waiting_for_room_make_lower_priority_jobs_give_way() -> None:
     assert "arrived" not in later.short_since
     # And what it remembers survives a restart of the scheduler.
     assert policy.load_state(policy.dump_state(state)).short_since == state.short_since
+
+
+def test_free_cores_without_memory_for_the_growth_are_not_counted_as_room() -> None:
+    """Every node has free cores but too little memory for one more 4 GiB executor: solved as
+    if those cores were room, the growth found nowhere to go and nothing moved, while a
+    lower-priority job held executors it did not need (a job of `mem-partitions` missed its SLO
+    for 46 minutes that way)."""
+    policy = HengeProductPolicy()
+    hi = streaming("hi", 4, 4000.0, priority=90.0, memory_mb=4096)  # misses: needs 13
+    lo = streaming("lo", 30, 2000.0, memory_mb=4096)  # meets; needs 7
+    now = at(0)
+    views = [replace(j, last_report_at=now) for j in (hi, lo)]
+    full_memory = ClusterView(
+        tuple(
+            NodeView(f"n{k}", cores=64.0, memory_mb=65536.0, cores_requested=56.0,
+                     memory_requested_mb=65536.0 - 1000.0)
+            for k in range(4)
+        )
+    )  # fmt: skip
+    snap = replace(snapshot(views, when=now), cluster=full_memory)
+    plan, _ = policy.decide(snap, ProductState(models=fitted([hi, lo])), now)
+    moved = targets(plan)
+    assert plan.action is ActionKind.RECONFIGURE, plan.reason
+    assert moved["hi"] > 4 and moved["lo"] <= 30 - (moved["hi"] - 4), plan.reason
+
+
+def test_room_made_for_waiting_executors_is_judged_with_the_job_it_was_made_for() -> None:
+    policy = HengeProductPolicy()
+    lo = streaming("lo", 13, 4000.0)  # meets its SLO at exactly its need: a cut costs it
+    arrived = job(
+        "arrived", priority=90.0, executors=4, min_executors=3, cores=4, utility=0.0,
+        capacity=None, initial_executors=4, executors_reported=1, input_rate=3000.0,
+    )  # fmt: skip
+    start = ProductState(models=fitted([lo]))
+    _, waited = decide(policy, [lo, arrived], start, 0, free=0.0)
+    plan, state = decide(policy, [lo, arrived], waited, 70, free=0.0)
+    moved = targets(plan)
+    assert plan.action is ActionKind.RECONFIGURE and moved["lo"] < 13, plan.reason
+    # Its allocation is never cut below what it asked for, and it is part of the move,
+    # judged from the one executor it ran.
+    assert moved.get("arrived", 4) >= 4, plan.reason
+    assert state.last_move is not None and state.last_move.jobs["arrived"].ran == 1
+    # A quiesce later it runs all four and earns its priority, while the cut costs lo: the
+    # move holds (judged on the donor alone, it was reverted).
+    up = job(
+        "arrived", priority=90.0, executors=moved.get("arrived", 4), min_executors=3, cores=4,
+        capacity=0.5, executors_reported=moved.get("arrived", 4), input_rate=3000.0,
+    )  # fmt: skip
+    cut = streaming("lo", moved["lo"], 4000.0)
+    assert cut.utility < lo.utility
+    plan, _ = decide(policy, [cut, up], state, 140, free=0.0)
+    assert plan.action is not ActionKind.REVERT, plan.reason
+    assert "the last move holds" in plan.reason, plan.reason
+    # With preemption off nobody gives way, and nothing moves.
+    keep = HengeProductPolicy(ProductSettings(preempt=False))
+    plan, _ = decide(keep, [lo, arrived], waited, 70, free=0.0)
+    assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
+    # And the record of what it ran survives a restart of the scheduler.
+    assert policy.load_state(policy.dump_state(state)) == state
+
+
+def test_a_job_waiting_for_room_is_never_cut_below_what_it_asked_for() -> None:
+    """Room for one of its four executors and a donor whose every executor counts: the best
+    allocation gives the job one executor, which as a change would cut its allocation to 1,
+    below its minimum of 3, and it would ask for 4 again the next round."""
+    policy = HengeProductPolicy()
+    lo = streaming("lo", 13, 4000.0, priority=80.0)  # meets its SLO at exactly its need
+    arrived = job(
+        "arrived", priority=90.0, executors=4, min_executors=3, cores=4, utility=0.0,
+        capacity=None, initial_executors=4, executors_reported=0, input_rate=3000.0,
+    )  # fmt: skip
+    _, waited = decide(policy, [lo, arrived], ProductState(models=fitted([lo])), 0, free=0.0)
+    plan, _ = decide(policy, [lo, arrived], waited, 70, free=4.0, nodes=1, cores=64.0)
+    assert "arrived: 4 executor(s) waiting for room" in plan.reason, plan.reason
+    assert all(c.to_executors >= 4 for c in plan.changes if c.job_id == "arrived"), plan.reason

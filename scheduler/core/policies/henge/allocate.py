@@ -49,9 +49,9 @@ class Offer(NamedTuple):
         return best
 
 
-def solve(offers: Sequence[Offer], cluster: ClusterView) -> dict[str, int] | None:
-    """Each job's target in the best allocation, or ``None`` when the jobs' lowest counts do not
-    fit."""
+def solve(offers: Sequence[Offer], free_cores: float) -> dict[str, int] | None:
+    """Each job's target in the best allocation within ``free_cores`` and the cores the jobs
+    hold, or ``None`` when the jobs' lowest counts do not fit."""
     if not offers:
         return None
     # (a list, not a generator: the module is compiled, and mypyc builds a list anyway)
@@ -67,7 +67,7 @@ def solve(offers: Sequence[Offer], cluster: ClusterView) -> dict[str, int] | Non
             fixed += lowest * job.cores_per_executor  # no choice to make: it only takes its cores
         else:
             choices.append(_choices(offer, unit))
-    capacity = math.floor((cluster.free_cores + held) / unit + 1e-9)
+    capacity = math.floor((free_cores + held) / unit + 1e-9)
     spare = capacity - fixed // unit - sum(c.points[0][1] for c in choices)
     if spare < 0:
         return None
@@ -92,6 +92,19 @@ class Step(NamedTuple):
 
     job: JobView
     target: int
+
+
+def short_of_room(
+    targets: Mapping[str, int], jobs: Sequence[JobView], steps: Sequence[Step]
+) -> float:
+    """Cores of the growth in ``targets`` for which the steps found no room on the nodes."""
+    reached = {s.job.job_id: s.target for s in steps}
+    short = 0.0
+    for job in jobs:
+        wanted = targets.get(job.job_id, job.executors)
+        if wanted > job.executors:
+            short += (wanted - reached.get(job.job_id, job.executors)) * job.cores_per_executor
+    return short
 
 
 def move_toward(

@@ -22,7 +22,8 @@ One round, on the jobs ``decide`` counted:
    drains a backlog, at the share of its demand it processes), one executor less at 0 when it
    meets its SLO above its minimum and a job of higher priority misses, and, missing its own,
    eq. 2.4's step. A job missing its SLO plans with the executors it runs: those that have
-   waited ``quiesce_s`` for room on the nodes are growth the others make room for. If the best
+   waited ``quiesce_s`` for room on the nodes are growth the others make room for. Free cores
+   in which the growth finds no room are left out and the allocation solved again. If the best
    allocation raises some job's predicted utility by ``min_gain`` of its priority, the move
    toward it is made at once, several jobs together (a reconfiguration).
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
@@ -47,7 +48,13 @@ from scheduler.core.bounds import upper_bound
 from scheduler.core.cluster import room_for
 from scheduler.core.model import ActionKind, Change, ClusterState, JobView, Plan, Snapshot
 from scheduler.core.policies.henge import product_state
-from scheduler.core.policies.henge.allocate import Offer, move_toward, solve
+from scheduler.core.policies.henge.allocate import (
+    Offer,
+    Step,
+    move_toward,
+    short_of_room,
+    solve,
+)
 from scheduler.core.policies.henge.model import (
     JobModel,
     observe,
@@ -85,6 +92,8 @@ _LISTED = 12
 """Changes a round's reason names before it counts the rest."""
 _HEADROOM_CREDIT = 1e-4
 """Credit (fraction of priority) of a growing job's headroom target in the solver."""
+_ROOM_TRIES = 3
+"""Times a round solves again without the free cores its growth found no room in."""
 
 
 class HengeProductPolicy:
@@ -148,6 +157,8 @@ class ProductRound:
         """Intervals of the curve of a job missing its SLO this round (see _GRID_BUDGET)."""
         self._giving_grid = _GIVING_GRID
         """Intervals of the curve of a job giving way this round."""
+        self._waiting: set[str] = set()
+        """Jobs planned with the executors they run, the others waiting for room."""
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -344,7 +355,7 @@ class ProductRound:
             helped = helped or faster
             if helped:
                 by_drain.append(job.name)
-            if known and moved.after > moved.before and not helped:
+            if known and moved.after > moved.ran and not helped:
                 self.judge_growth(job, moved, counterfactual)
         scale = sum(self.by_id[j].priority for j in move.jobs if j in self.by_id)
         if actual < without - self.s.min_gain * scale:
@@ -381,7 +392,7 @@ class ProductRound:
         model = self.trusted(job) if self.s.judge_by_cause else None
         rate = job.metrics.input_rate if job.metrics is not None else None
         if model is not None and rate is not None:
-            return predicted_utility(model, job, moved.before, rate)
+            return predicted_utility(model, job, moved.ran, rate)
         if self.s.judge_by_cause and (
             rate is None
             or moved.rate_before is None
@@ -419,7 +430,7 @@ class ProductRound:
         judged on that drain rate, as costing nothing, whatever its latency says yet."""
         m = job.metrics
         return bool(
-            moved.after > moved.before
+            moved.after > moved.ran
             and m is not None
             and m.backlog_rows
             and moved.processed_before
@@ -476,11 +487,25 @@ class ProductRound:
             j.executors * j.cores_per_executor for j in jobs
         )
         offers = [self.offer(job) for job in jobs]
-        targets = solve(offers, self.snapshot.cluster)
+        cluster = self.snapshot.cluster
+        free = cluster.free_cores
+        targets = solve(offers, free)
         if targets is None:
             self.notes.append("the jobs' minimums do not fit")
             return None
-        steps = move_toward(targets, jobs, self.snapshot.cluster)
+        steps = move_toward(targets, jobs, cluster)
+        for _ in range(_ROOM_TRIES):
+            short = short_of_room(targets, jobs, steps)
+            if short <= 0 or free <= 0:
+                break
+            # Free cores no node can place the growth on (scattered, or beside too little
+            # memory) are no room: solved again without them, the growth comes from cores
+            # that others give up, instead of not at all.
+            free = max(0.0, free - short)
+            again = solve(offers, free)
+            if again is None:
+                break
+            targets, steps = again, move_toward(again, jobs, cluster)
         values = {o.job.job_id: o for o in offers}
         helped = any(
             s.target > s.job.executors
@@ -492,18 +517,29 @@ class ProductRound:
         if not helped:
             self.notes.append(self.unhelped())
             return None
-        if not self.s.preempt:
-            steps = [s for s in steps if s.target > s.job.executors]
-        # A job growing into executors it already asked for keeps its allocation: the room
-        # the others make is the whole change.
-        changes = [
-            Change(s.job.job_id, held, s.target, self.why(s.job, s.target))
+        # A job waiting for room never asks for fewer executors than it has asked for (cut
+        # below, it would ask again next round and wait again), and growing into those it
+        # asked for keeps its allocation: the room the others make is the change.
+        held = {j.job_id: j.executors for j in self.jobs}
+        ran = {
+            s.job.job_id: s.job.executors
             for s in steps
-            if (held := self.by_id[s.job.job_id].executors) != s.target
+            if s.job.job_id in self._waiting and s.target > s.job.executors
+        }
+        steps = [
+            Step(s.job, max(s.target, held[s.job.job_id])) if s.job.job_id in self._waiting else s
+            for s in steps
+        ]
+        if not self.s.preempt:
+            steps = [s for s in steps if s.target > held[s.job.job_id]]
+        changes = [
+            Change(s.job.job_id, held[s.job.job_id], s.target, self.why(s.job, s.target))
+            for s in steps
+            if s.target != held[s.job.job_id]
         ]
         if not changes:
             return None
-        self.act(changes)
+        self.act(changes, ran=ran)
         self.update(cluster_state=ClusterState.NOT_CONVERGED, settle_count=0, best_fraction=None)
         return self.plan(ActionKind.RECONFIGURE, f"reconfigure: {self.listed(changes)}", changes)
 
@@ -524,6 +560,7 @@ class ProductRound:
         if room_for(self.snapshot.cluster, job.cores_per_executor, job.memory_mb) >= waiting:
             return job  # (placed as soon as the cluster gets to it)
         self.notes.append(f"{job.name}: {waiting} executor(s) waiting for room")
+        self._waiting.add(job.job_id)
         return dataclasses.replace(job, executors=m.executors_reported)
 
     def unhelped(self) -> str:
@@ -704,18 +741,28 @@ class ProductRound:
         surplus = max(1, math.ceil(self.s.give_back_min_fraction * job.executors - 1e-9))
         return need if job.executors - need >= surplus else None
 
-    def act(self, changes: list[Change], *, revert: bool = False) -> None:
+    def act(
+        self, changes: list[Change], *, revert: bool = False, ran: Mapping[str, int] | None = None
+    ) -> None:
+        """Record the move. ``ran``: the executors running, for jobs that grow into executors
+        that waited for room; each is part of the move, judged from what it ran, even when
+        its allocation does not change."""
+        ran = ran or {}
+        counts = {c.job_id: (c.from_executors, c.to_executors) for c in changes}
+        for job_id in ran:
+            counts.setdefault(job_id, (self.by_id[job_id].executors,) * 2)
         moved = {}
-        for change in changes:
-            job = self.by_id[change.job_id]
+        for job_id, (before, after) in counts.items():
+            job = self.by_id[job_id]
             rate = job.metrics.input_rate if job.metrics is not None else None
-            moved[change.job_id] = MovedJob(
-                change.from_executors,
-                change.to_executors,
+            moved[job_id] = MovedJob(
+                before,
+                after,
                 job.utility,
                 rate,
                 by_model=self.trusted(job) is not None,
                 processed_before=job.metrics.processed_rate if job.metrics is not None else None,
+                ran_before=ran.get(job_id),
             )
         self.update(last_move=Move(self.now, moved, revert=revert))
 

@@ -24,6 +24,14 @@ class MovedJob:
     """The job's trusted model sized the move (a failed growth then costs it the trust)."""
     processed_before: float | None = None
     """Rows per second it processed before the move (a backlogged job is judged on it)."""
+    ran_before: int | None = None
+    """Executors it ran before the move, when fewer than ``before`` (the others waited for
+    room); what it would have earned without the move is judged at this count."""
+
+    @property
+    def ran(self) -> int:
+        """The executors the job ran before the move."""
+        return self.before if self.ran_before is None else self.ran_before
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,7 @@ def dump(state: ProductState) -> JSONDict:
                     j.rate_before,
                     j.by_model,
                     j.processed_before,
+                    j.ran_before,
                 ]
                 for k, j in sorted(move.jobs.items())
             },
@@ -124,6 +133,7 @@ def load(data: Mapping[str, Any]) -> ProductState:
                     _opt(v[3]),
                     bool(v[4]),
                     _opt(v[5]) if len(v) > 5 else None,
+                    int(v[6]) if len(v) > 6 and v[6] is not None else None,
                 )
                 for k, v in (raw.get("jobs") or {}).items()
             },
