@@ -129,8 +129,12 @@ class Room:
 
     @property
     def free_cores(self) -> float:
-        on_nodes = sum(cores for cores, _ in self._nodes if cores >= _SMALLEST_EXECUTOR)
-        return on_nodes + self._released[0]
+        return self.cores_on_nodes + self._released[0]
+
+    @property
+    def cores_on_nodes(self) -> float:
+        """Free cores left on the nodes (not those that executors taken away free)."""
+        return sum(cores for cores, _ in self._nodes if cores >= _SMALLEST_EXECUTOR)
 
     def release(self, executors: int, cores: float, memory_mb: float = 0.0) -> None:
         """``executors`` of this size leave the cluster."""

@@ -109,9 +109,10 @@ def short_of_room(
 
 def move_toward(
     targets: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
-) -> list[Step]:
+) -> tuple[list[Step], float]:
     """The steps toward ``targets`` that fit: shrinks as the solver chose them, growth by
-    priority (highest first) as far as the room allows (:class:`~scheduler.core.cluster.Room`)."""
+    priority (highest first) as far as the room allows (:class:`~scheduler.core.cluster.Room`);
+    and the free cores left on the nodes after it."""
     room = Room(cluster)
     steps: list[Step] = []
     for job in jobs:
@@ -127,4 +128,4 @@ def move_toward(
         more = room.take(targets[job.job_id] - job.executors, job.cores_per_executor, job.memory_mb)
         if more > 0:
             steps.append(Step(job, job.executors + more))
-    return steps
+    return steps, room.cores_on_nodes

@@ -92,8 +92,6 @@ _LISTED = 12
 """Changes a round's reason names before it counts the rest."""
 _HEADROOM_CREDIT = 1e-4
 """Credit (fraction of priority) of a growing job's headroom target in the solver."""
-_ROOM_TRIES = 3
-"""Times a round solves again without the free cores its growth found no room in."""
 
 
 class HengeProductPolicy:
@@ -488,24 +486,19 @@ class ProductRound:
         )
         offers = [self.offer(job) for job in jobs]
         cluster = self.snapshot.cluster
-        free = cluster.free_cores
-        targets = solve(offers, free)
+        targets = solve(offers, cluster.free_cores)
         if targets is None:
             self.notes.append("the jobs' minimums do not fit")
             return None
-        steps = move_toward(targets, jobs, cluster)
-        for _ in range(_ROOM_TRIES):
-            short = short_of_room(targets, jobs, steps)
-            if short <= 0 or free <= 0:
-                break
-            # Free cores no node can place the growth on (scattered, or beside too little
-            # memory) are no room: solved again without them, the growth comes from cores
-            # that others give up, instead of not at all.
-            free = max(0.0, free - short)
-            again = solve(offers, free)
-            if again is None:
-                break
-            targets, steps = again, move_toward(again, jobs, cluster)
+        steps, left = move_toward(targets, jobs, cluster)
+        if left > 0 and short_of_room(targets, jobs, steps) > 0:
+            # Free cores left on the nodes where growth found no room (scattered, or beside
+            # too little memory) are no room for it: solved again without them, the growth
+            # comes from cores that others give up, instead of not at all.
+            again = solve(offers, cluster.free_cores - left)
+            if again is not None:
+                targets = again
+                steps, _ = move_toward(again, jobs, cluster)
         values = {o.job.job_id: o for o in offers}
         helped = any(
             s.target > s.job.executors
