@@ -419,7 +419,8 @@ def test_executors_waiting_for_room_make_lower_priority_jobs_give_way() -> None:
     assert plan.action is ActionKind.RECONFIGURE, plan.reason
     assert "arrived: 1 executor(s) waiting for room" in plan.reason
     moved = targets(plan)
-    assert "arrived" not in moved and moved["filler"] <= 30 - 4 + 3, plan.reason
+    # The three free cores sit one to a node: only four the filler gives up hold the executor.
+    assert "arrived" not in moved and moved["filler"] <= 30 - 4, plan.reason
     # With a node that has room for it the executor is only starting: nobody gives way.
     plan, _ = round_at(70, 15.0, state)
     assert plan.action is ActionKind.NONE and "waiting for room" not in plan.reason, plan.reason
@@ -493,7 +494,8 @@ def test_room_made_for_waiting_executors_is_judged_with_the_job_it_was_made_for(
 def test_a_job_waiting_for_room_is_never_cut_below_what_it_asked_for() -> None:
     """Room for one of its four executors and a donor whose every executor counts: the best
     allocation gives the job one executor, which as a change would cut its allocation to 1,
-    below its minimum of 3, and it would ask for 4 again the next round."""
+    below its minimum of 3, and it would ask for 4 again the next round. Its allocation stays,
+    and the cluster places the one executor there is room for by itself."""
     policy = HengeProductPolicy()
     lo = streaming("lo", 13, 4000.0, priority=80.0)  # meets its SLO at exactly its need
     arrived = job(
@@ -503,4 +505,5 @@ def test_a_job_waiting_for_room_is_never_cut_below_what_it_asked_for() -> None:
     _, waited = decide(policy, [lo, arrived], ProductState(models=fitted([lo])), 0, free=0.0)
     plan, _ = decide(policy, [lo, arrived], waited, 70, free=4.0, nodes=1, cores=64.0)
     assert "arrived: 4 executor(s) waiting for room" in plan.reason, plan.reason
-    assert all(c.to_executors >= 4 for c in plan.changes if c.job_id == "arrived"), plan.reason
+    assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
+    assert "the only growth found is into executors already asked for" in plan.reason

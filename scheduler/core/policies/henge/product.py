@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 from scheduler.core.admission import AdmissionRule
 from scheduler.core.bounds import upper_bound
-from scheduler.core.cluster import room_for
+from scheduler.core.cluster import Room, room_for
 from scheduler.core.model import ActionKind, Change, ClusterState, JobView, Plan, Snapshot
 from scheduler.core.policies.henge import product_state
 from scheduler.core.policies.henge.allocate import (
@@ -485,20 +485,18 @@ class ProductRound:
             j.executors * j.cores_per_executor for j in jobs
         )
         offers = [self.offer(job) for job in jobs]
-        cluster = self.snapshot.cluster
-        targets = solve(offers, cluster.free_cores)
-        if targets is None:
+        # A job waiting for room is not cut below what it runs: the plan keeps its allocation
+        # (below), so cores counted as freed there would never be.
+        offers = [
+            Offer.of(o.job, [p for p in o.points if p[0] >= o.job.executors])
+            if o.job.job_id in self._waiting
+            else o
+            for o in offers
+        ]
+        steps = self.placed_steps(offers, jobs)
+        if steps is None:
             self.notes.append("the jobs' minimums do not fit")
             return None
-        steps, left = move_toward(targets, jobs, cluster)
-        if left > 0 and short_of_room(targets, jobs, steps) > 0:
-            # Free cores left on the nodes where growth found no room (scattered, or beside
-            # too little memory) are no room for it: solved again without them, the growth
-            # comes from cores that others give up, instead of not at all.
-            again = solve(offers, cluster.free_cores - left)
-            if again is not None:
-                targets = again
-                steps, _ = move_toward(again, jobs, cluster)
         values = {o.job.job_id: o for o in offers}
         helped = any(
             s.target > s.job.executors
@@ -515,7 +513,7 @@ class ProductRound:
         # asked for keeps its allocation: the room the others make is the change.
         held = {j.job_id: j.executors for j in self.jobs}
         ran = {
-            s.job.job_id: s.job.executors
+            s.job.job_id: (s.job.executors, s.target)
             for s in steps
             if s.job.job_id in self._waiting and s.target > s.job.executors
         }
@@ -531,16 +529,41 @@ class ProductRound:
             if s.target != held[s.job.job_id]
         ]
         if not changes:
+            self.notes.append("the only growth found is into executors already asked for")
             return None
         self.act(changes, ran=ran)
         self.update(cluster_state=ClusterState.NOT_CONVERGED, settle_count=0, best_fraction=None)
         return self.plan(ActionKind.RECONFIGURE, f"reconfigure: {self.listed(changes)}", changes)
 
+    def placed_steps(self, offers: list[Offer], jobs: list[JobView]) -> list[Step] | None:
+        """The steps toward the best allocation that the nodes can place (``None`` when the
+        jobs' minimums do not fit). Free cores in which growth finds no room (scattered over
+        the nodes, beside too little memory, or less than a core) are no room for it: solved
+        once more with only the free cores the growth was placed in, the rest of it comes
+        from cores that others give up instead of not at all. The second plan is kept when it
+        reaches more value."""
+        cluster = self.snapshot.cluster
+        targets = solve(offers, cluster.free_cores)
+        if targets is None:
+            return None
+        steps, left = move_toward(targets, jobs, cluster)
+        if short_of_room(targets, jobs, steps) <= 0:
+            return steps
+        used = Room(cluster).cores_on_nodes - left
+        if used >= cluster.free_cores - 1e-9:
+            return steps  # (no free core went unused: solved again, the plan would be the same)
+        again = solve(offers, used if used > 0 else 0.0)
+        if again is None:
+            return steps
+        other, _ = move_toward(again, jobs, cluster)
+        return other if _reached(offers, other) > _reached(offers, steps) else steps
+
     def as_placed(self, job: JobView) -> JobView:
         """``job`` as the cluster holds it. Executors that have not come up within
-        ``quiesce_s`` while no node has room for one of their size wait for room: they hold no
-        cores, so the plan counts them as growth the others must make room for (left as held,
-        a job admitted into a full cluster would wait for them until some job gave back)."""
+        ``quiesce_s`` while the nodes have room for fewer of them than are missing wait for
+        room: they hold no cores, so the plan counts them as growth the others must make room
+        for (left as held, a job admitted into a full cluster would wait for them until some
+        job gave back)."""
         since = self.state.short_since.get(job.job_id)
         m = job.metrics
         if since is None or m is None or m.executors_reported is None:
@@ -735,15 +758,19 @@ class ProductRound:
         return need if job.executors - need >= surplus else None
 
     def act(
-        self, changes: list[Change], *, revert: bool = False, ran: Mapping[str, int] | None = None
+        self,
+        changes: list[Change],
+        *,
+        revert: bool = False,
+        ran: Mapping[str, tuple[int, int]] | None = None,
     ) -> None:
-        """Record the move. ``ran``: the executors running, for jobs that grow into executors
-        that waited for room; each is part of the move, judged from what it ran, even when
-        its allocation does not change."""
+        """Record the move. ``ran``: for jobs that grow into executors that waited for room,
+        the executors they run and those the move makes room for; each is part of the move,
+        judged from what it ran, even when its allocation does not change."""
         ran = ran or {}
         counts = {c.job_id: (c.from_executors, c.to_executors) for c in changes}
-        for job_id in ran:
-            counts.setdefault(job_id, (self.by_id[job_id].executors,) * 2)
+        for job_id, (_, reached) in ran.items():
+            counts.setdefault(job_id, (self.by_id[job_id].executors, reached))
         moved = {}
         for job_id, (before, after) in counts.items():
             job = self.by_id[job_id]
@@ -755,7 +782,7 @@ class ProductRound:
                 rate,
                 by_model=self.trusted(job) is not None,
                 processed_before=job.metrics.processed_rate if job.metrics is not None else None,
-                ran_before=ran.get(job_id),
+                ran_before=ran[job_id][0] if job_id in ran else None,
             )
         self.update(last_move=Move(self.now, moved, revert=revert))
 
@@ -793,6 +820,12 @@ class ProductRound:
             return self.none(f"nothing to gain for {count} round(s): converged")
         self.update(settle_count=count)
         return self.none(f"nothing to gain: settling ({count}/{self.s.settle_rounds})")
+
+
+def _reached(offers: list[Offer], steps: list[Step]) -> float:
+    """The offers' total value at the counts the steps reach (the others at what they hold)."""
+    reached = {s.job.job_id: s.target for s in steps}
+    return sum(o.value_at(reached.get(o.job.job_id, o.job.executors)) for o in offers)
 
 
 def _first_few(items: list[str]) -> str:
