@@ -112,8 +112,9 @@ def move_toward(
 ) -> tuple[list[Step], float]:
     """The steps toward ``targets`` that fit: shrinks as the solver chose them, growth by
     priority (highest first) as far as the room allows (:class:`~scheduler.core.cluster.Room`);
-    and the free cores left on the nodes after it."""
+    and how many of the nodes' free cores the growth took."""
     room = Room(cluster)
+    on_nodes = room.cores_on_nodes
     steps: list[Step] = []
     for job in jobs:
         target = targets.get(job.job_id, job.executors)
@@ -128,4 +129,4 @@ def move_toward(
         more = room.take(targets[job.job_id] - job.executors, job.cores_per_executor, job.memory_mb)
         if more > 0:
             steps.append(Step(job, job.executors + more))
-    return steps, room.cores_on_nodes
+    return steps, on_nodes - room.cores_on_nodes

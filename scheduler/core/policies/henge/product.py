@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 from scheduler.core.admission import AdmissionRule
 from scheduler.core.bounds import upper_bound
-from scheduler.core.cluster import Room, room_for
+from scheduler.core.cluster import room_for
 from scheduler.core.model import ActionKind, Change, ClusterState, JobView, Plan, Snapshot
 from scheduler.core.policies.henge import product_state
 from scheduler.core.policies.henge.allocate import (
@@ -485,14 +485,6 @@ class ProductRound:
             j.executors * j.cores_per_executor for j in jobs
         )
         offers = [self.offer(job) for job in jobs]
-        # A job waiting for room is not cut below what it runs: the plan keeps its allocation
-        # (below), so cores counted as freed there would never be.
-        offers = [
-            Offer.of(o.job, [p for p in o.points if p[0] >= o.job.executors])
-            if o.job.job_id in self._waiting
-            else o
-            for o in offers
-        ]
         steps = self.placed_steps(offers, jobs)
         if steps is None:
             self.notes.append("the jobs' minimums do not fit")
@@ -546,10 +538,9 @@ class ProductRound:
         targets = solve(offers, cluster.free_cores)
         if targets is None:
             return None
-        steps, left = move_toward(targets, jobs, cluster)
+        steps, used = move_toward(targets, jobs, cluster)
         if short_of_room(targets, jobs, steps) <= 0:
             return steps
-        used = Room(cluster).cores_on_nodes - left
         if used >= cluster.free_cores - 1e-9:
             return steps  # (no free core went unused: solved again, the plan would be the same)
         again = solve(offers, used if used > 0 else 0.0)
@@ -672,10 +663,13 @@ class ProductRound:
         m = job.metrics
         if m is not None and m.backlog_rows and self.draining(job):
             current = max(now, predicted_utility(model, job, held, m.input_rate or 0.0))
+        # A job waiting for room is not cut below what it runs: the plan keeps its allocation,
+        # so cores counted as freed there would never be.
+        cuts = job.job_id not in self._waiting
         kept = [
             (n, v if v < current else current) if n < held else (n, v)
             for n, v in points
-            if n < held or (n > held and can_grow)
+            if (n < held and cuts) or (n > held and can_grow)
         ]
         kept.append((held, current + 2 * eps + _HEADROOM_CREDIT * priority))
         return Offer.of(job, kept)
