@@ -507,3 +507,51 @@ def test_a_job_waiting_for_room_is_never_cut_below_what_it_asked_for() -> None:
     assert "arrived: 4 executor(s) waiting for room" in plan.reason, plan.reason
     assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
     assert "the only growth found is into executors already asked for" in plan.reason
+
+
+def test_a_reverted_move_takes_back_the_room_it_made_for_waiting_executors() -> None:
+    """Left at what it asked for, the job the room was made for kept it once its executors
+    ran: the revert gave the donor its executors back on paper only, with no room left for
+    them (a priority-40 job of `node-loss-full`, seed 3, then earned nothing for 35 minutes).
+    The revert restores what ran before the move, the room included."""
+    policy = HengeProductPolicy()
+    lo = streaming("lo", 13, 4000.0)  # meets its SLO at exactly its need: a cut costs it
+    arrived = job(
+        "arrived", priority=90.0, executors=4, cores=4, utility=0.0, capacity=None,
+        initial_executors=4, executors_reported=1, input_rate=3000.0,
+    )  # fmt: skip
+    _, waited = decide(policy, [lo, arrived], ProductState(models=fitted([lo])), 0, free=0.0)
+    plan, state = decide(policy, [lo, arrived], waited, 70, free=0.0)
+    cut = targets(plan)["lo"]
+    assert plan.action is ActionKind.RECONFIGURE and "arrived" not in targets(plan), plan.reason
+    # A quiesce later all four run but the job still earns nothing, and the cut costs lo.
+    ran_all = replace(arrived, metrics=replace(arrived.metrics, executors_reported=4))
+    plan, _ = decide(policy, [streaming("lo", cut, 4000.0), ran_all], state, 140, free=0.0)
+    assert plan.action is ActionKind.REVERT, plan.reason
+    assert targets(plan) == {"lo": 13, "arrived": 1}, plan.reason
+
+
+def test_a_job_lends_what_it_keeps_for_its_peak_to_a_job_of_its_priority_only() -> None:
+    """Two priority-90 jobs after a node loss (`node-loss-full`, seed 1): one kept the
+    executors its recent peak needs while the other, missing its SLO, waited 28 minutes for
+    room. Worth the same, the job missing its SLO now gains more from them than the peak they
+    hedge; a job of higher priority keeps them, and so does one whose input is at its peak."""
+    policy = HengeProductPolicy()
+    short = streaming("short", 4, 2500.0, priority=90.0)  # misses: needs 8, one core is free
+    peak = {"peer": (6000.0, at(0).timestamp())}  # its peak needs all 20 of its executors
+
+    def plan_with(peer: JobView) -> Plan:
+        state = ProductState(models=fitted([short, peer]), peaks=peak)
+        plan, _ = decide(policy, [short, peer], state, 0, free=1.0)
+        return plan
+
+    # At 4000 rows/s (16 executors with `headroom`) it lends down to that, and no further.
+    plan = plan_with(streaming("peer", 20, 4000.0, priority=90.0))
+    assert plan.action is ActionKind.RECONFIGURE, plan.reason
+    assert targets(plan) == {"peer": 16, "short": 8}, plan.reason
+    # At its peak it has nothing to lend.
+    plan = plan_with(streaming("peer", 20, 6000.0, priority=90.0))
+    assert plan.action is ActionKind.NONE and "missing their SLO: short" in plan.reason
+    # A job of higher priority never gives way below what its peak needs.
+    plan = plan_with(streaming("peer", 20, 4000.0, priority=95.0))
+    assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
