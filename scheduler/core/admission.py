@@ -10,7 +10,8 @@ Two rules:
   priority that misses its SLO (or is warming up) holds it back, and a job whose initial
   executors do not fit is still admitted, with those that fit (at least its minimum, which may
   wait pending), when lower-priority jobs hold enough cores above their minimums to make the
-  rest: the policy then moves them (priority preemption).
+  rest (the policy then moves them: priority preemption), or when its minimum fits in the
+  free room (the policy then grows it like any job missing its SLO).
 
 "Fit" means each initial executor finds room (cores and memory) on one ready node. Queued jobs
 are considered first registered first; one that does not fit does not block smaller ones behind
@@ -68,6 +69,15 @@ def _preemptible(job: JobView, running: Sequence[JobView], cluster: ClusterView)
     return cluster.free_cores + spare >= initial_executors(job) * job.cores_per_executor
 
 
+def _minimum_fits(job: JobView, cluster: ClusterView) -> bool:
+    """Whether the free room holds ``job``'s minimum (and one executor at least): admitted
+    with what fits, it disturbs no running job, and the policy grows it like any other. Held
+    back for the rest of its initial executors, a job among others of its priority that held
+    every core waited for hours (`examples/scenarios/same-priority-crowd.yaml`, seed 3)."""
+    fitting = room_for(cluster, job.cores_per_executor, job.memory_mb)
+    return fitting >= max(1, job.min_executors)
+
+
 def admit(
     queued: Sequence[JobView],
     running: Sequence[JobView],
@@ -99,7 +109,7 @@ def admit(
         if (
             placed is None
             and rule is AdmissionRule.PRIORITY
-            and _preemptible(job, running, cluster)
+            and (_preemptible(job, running, cluster) or _minimum_fits(job, cluster))
         ):
             # Its minimum at least (those that find no room wait pending for the executors the
             # policy moves to it), the rest of its initial executors as far as they fit.

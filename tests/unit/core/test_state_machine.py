@@ -654,7 +654,7 @@ def _queued(initial: int = 2) -> object:
         ("henge", 10.0, 100.0, True, "admitted"),
         ("henge", 5.0, 100.0, False, "misses its SLO"),
         ("henge-paper", 5.0, 100.0, False, "misses its SLO"),
-        ("henge", 10.0, 1.0, False, "do not fit"),
+        ("henge", 10.0, 1.0, False, "do not fit"),  # (a quarter of a core on each node)
         ("static", 5.0, 100.0, True, "admitted"),  # baselines: fit is enough
         ("static", 10.0, 1.0, False, "do not fit"),
     ],
@@ -676,6 +676,19 @@ def test_admission_queues_when_slos_missed(
         assert [(c.from_executors, c.to_executors) for c in grants] == [(0, 2)]
         assert plan.action in (ActionKind.ADMIT, ActionKind.RECONFIGURE)
     assert "q" not in plan.frozen_jobs
+
+
+def test_henge_admits_a_job_with_what_fits_when_its_minimum_fits_in_the_free_room() -> None:
+    """One core free, no lower priority to take from: the job that asked for two starts on
+    one, and the running job of its priority keeps its executors."""
+    settings = CoreSettings(policy="henge")
+    jobs = [job("a", executors=30), _queued(initial=2)]
+    room = snapshot(jobs, free=1.0, nodes=1)
+    plan, _ = decide(room, SchedulerState.initial(settings), settings, T0)
+    [admission] = plan.admissions
+    assert admission.status is JobStatus.ADMITTED, admission.reason
+    assert admission.reason == "admitted with 1 executor(s)"
+    assert [(c.job_id, c.from_executors, c.to_executors) for c in plan.changes] == [("q", 0, 1)]
 
 
 def test_admission_waits_for_a_job_that_has_not_reported() -> None:
