@@ -11,7 +11,8 @@ Two rules:
   executors do not fit is still admitted, with those that fit (at least its minimum, which may
   wait pending), when lower-priority jobs hold enough cores above their minimums to make the
   rest (the policy then moves them: priority preemption), or when its minimum fits in the
-  free room (the policy then grows it like any job missing its SLO).
+  free room once every other job has been considered (the policy then grows it like any job
+  missing its SLO).
 
 "Fit" means each initial executor finds room (cores and memory) on one ready node. Queued jobs
 are considered first registered first; one that does not fit does not block smaller ones behind
@@ -85,15 +86,18 @@ def admit(
     cluster: ClusterView,
     rule: AdmissionRule,
 ) -> AdmissionResult:
-    """Decide the queued jobs' admission against ``running`` (the counted jobs) and ``cluster``."""
+    """Decide the queued jobs' admission against ``running`` (the counted jobs) and ``cluster``.
+    Under ``priority``, jobs admitted with only what fits in the free room come last, so that
+    one does not take the room of a smaller job behind it that fits whole."""
     order = sorted(queued, key=lambda j: (j.registered_at, j.job_id))
     blockers = (
         [j for j in running if not meets_slo(j.utility, j.priority)] + list(warming)
         if rule is not AdmissionRule.FITS
         else []
     )
-    admissions: list[Admission] = []
+    decided: dict[str, Admission] = {}
     changes: list[Change] = []
+    short: list[JobView] = []
     for job in order:
         blocker = _blocker(job, blockers, rule)
         if blocker is not None:
@@ -102,32 +106,49 @@ def admit(
                 if blocker.metrics is None
                 else f"waiting: running job {blocker.name} misses its SLO"
             )
-            admissions.append(Admission(job.job_id, JobStatus.QUEUED, why))
+            decided[job.job_id] = Admission(job.job_id, JobStatus.QUEUED, why)
             continue
         count = initial_executors(job)
         placed = place_executors(cluster, count, job.cores_per_executor, job.memory_mb)
         if (
             placed is None
             and rule is AdmissionRule.PRIORITY
-            and (_preemptible(job, running, cluster) or _minimum_fits(job, cluster))
+            and _preemptible(job, running, cluster)
         ):
-            # Its minimum at least (those that find no room wait pending for the executors the
-            # policy moves to it), the rest of its initial executors as far as they fit.
-            fitting = room_for(cluster, job.cores_per_executor, job.memory_mb)
-            count = max(job.min_executors, min(count, fitting))
-            placed = place_executors(
-                cluster, min(count, fitting), job.cores_per_executor, job.memory_mb
-            )
+            count, placed = _what_fits(job, cluster)
+        if placed is None:
+            short.append(job)
+            continue
+        cluster = placed
+        decided[job.job_id] = _admitted(job, count)
+        changes.append(Change(job.job_id, 0, count, "admitted"))
+    for job in short:
+        count, placed = initial_executors(job), None
+        if rule is AdmissionRule.PRIORITY and _minimum_fits(job, cluster):
+            count, placed = _what_fits(job, cluster)
         if placed is None:
             why = (
                 f"waiting: {count} executor(s) of {job.cores_per_executor} core(s) and "
                 f"{job.memory_mb} MiB do not fit (free cores {cluster.free_cores:g})"
             )
-            admissions.append(Admission(job.job_id, JobStatus.QUEUED, why))
+            decided[job.job_id] = Admission(job.job_id, JobStatus.QUEUED, why)
             continue
         cluster = placed
-        admissions.append(
-            Admission(job.job_id, JobStatus.ADMITTED, f"admitted with {count} executor(s)")
-        )
+        decided[job.job_id] = _admitted(job, count)
         changes.append(Change(job.job_id, 0, count, "admitted"))
-    return AdmissionResult(tuple(admissions), tuple(changes), cluster)
+    admissions = tuple(decided[j.job_id] for j in order)
+    return AdmissionResult(admissions, tuple(changes), cluster)
+
+
+def _what_fits(job: JobView, cluster: ClusterView) -> tuple[int, ClusterView | None]:
+    """``job`` admitted with its minimum at least (those that find no room wait pending for
+    the executors the policy moves to it) and the rest of its initial executors as far as
+    they fit: the count, and the cluster with those placed."""
+    fitting = room_for(cluster, job.cores_per_executor, job.memory_mb)
+    count = max(job.min_executors, min(initial_executors(job), fitting))
+    placed = place_executors(cluster, min(count, fitting), job.cores_per_executor, job.memory_mb)
+    return count, placed
+
+
+def _admitted(job: JobView, count: int) -> Admission:
+    return Admission(job.job_id, JobStatus.ADMITTED, f"admitted with {count} executor(s)")

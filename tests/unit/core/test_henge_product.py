@@ -120,8 +120,9 @@ def test_executors_come_from_the_lowest_priority_first_never_a_uniform_cut() -> 
 def test_a_donor_keeps_what_its_recent_peak_needs_not_what_a_dip_needs() -> None:
     policy = HengeProductPolicy()
     short = streaming("short", 4, 4000.0, priority=90.0)  # misses: needs 13
-    # Same priority, meeting its SLO in a dip: 2000 rows/s need 7, but it saw 4000 (13) lately.
-    dipped = streaming("dipped", 20, 2000.0, priority=90.0)
+    # Meeting its SLO in a dip: 2000 rows/s need 7, but it saw 4000 (13) lately. (Of a higher
+    # priority: one of the same would lend down to what the dip needs; see the lending test.)
+    dipped = streaming("dipped", 20, 2000.0, priority=95.0)
     state = ProductState(
         models=fitted([short, dipped]), peaks={"dipped": (4000.0, at(0).timestamp())}
     )
@@ -529,29 +530,54 @@ def test_a_reverted_move_takes_back_the_room_it_made_for_waiting_executors() -> 
     plan, _ = decide(policy, [streaming("lo", cut, 4000.0), ran_all], state, 140, free=0.0)
     assert plan.action is ActionKind.REVERT, plan.reason
     assert targets(plan) == {"lo": 13, "arrived": 1}, plan.reason
+    # Admitted with its minimum pending, it may have run fewer than its minimum: the revert
+    # goes back to the minimum, never below it (nor to no executor at all).
+    pending = replace(ran_all, min_executors=2)
+    moved = {
+        "lo": MovedJob(13, cut, lo.utility, 4000.0, by_model=True),
+        "arrived": MovedJob(4, 4, 0.0, 3000.0, ran_before=0),
+    }
+    state = ProductState(models=state.models, last_move=Move(at(70), moved))
+    plan, _ = decide(policy, [streaming("lo", cut, 4000.0), pending], state, 140, free=0.0)
+    assert plan.action is ActionKind.REVERT, plan.reason
+    assert targets(plan) == {"lo": 13, "arrived": 2}, plan.reason
 
 
-def test_a_job_lends_what_it_keeps_for_its_peak_to_a_job_of_its_priority_only() -> None:
+def test_a_job_lends_what_it_keeps_for_its_peak_when_a_job_of_its_priority_misses() -> None:
     """Two priority-90 jobs after a node loss (`node-loss-full`, seed 1): one kept the
     executors its recent peak needs while the other, missing its SLO, waited 28 minutes for
     room. Worth the same, the job missing its SLO now gains more from them than the peak they
     hedge; a job of higher priority keeps them, and so does one whose input is at its peak."""
     policy = HengeProductPolicy()
-    short = streaming("short", 4, 2500.0, priority=90.0)  # misses: needs 8, one core is free
+    short = streaming("short", 4, 2500.0, priority=90.0)  # misses: needs 8, no core is free
+    low = streaming("low", 4, 2500.0, priority=50.0)  # misses as well: needs 8
     peak = {"peer": (6000.0, at(0).timestamp())}  # its peak needs all 20 of its executors
 
-    def plan_with(peer: JobView) -> Plan:
-        state = ProductState(models=fitted([short, peer]), peaks=peak)
-        plan, _ = decide(policy, [short, peer], state, 0, free=1.0)
+    def plan_with(*jobs: JobView) -> Plan:
+        state = ProductState(models=fitted(list(jobs)), peaks=peak)
+        plan, _ = decide(policy, list(jobs), state, 0, free=0.0)
         return plan
 
-    # At 4000 rows/s (16 executors with `headroom`) it lends down to that, and no further.
-    plan = plan_with(streaming("peer", 20, 4000.0, priority=90.0))
+    # At 3000 rows/s it could lend down to 12 (what 3000 needs with `headroom`); it lends the
+    # four the other job needs, and no more (the rest would sit idle).
+    plan = plan_with(short, streaming("peer", 20, 3000.0, priority=90.0))
     assert plan.action is ActionKind.RECONFIGURE, plan.reason
     assert targets(plan) == {"peer": 16, "short": 8}, plan.reason
+    # At 4000 rows/s (16 with `headroom`), no further than that.
+    plan = plan_with(short, streaming("peer", 20, 4000.0, priority=90.0))
+    assert targets(plan) == {"peer": 16, "short": 8}, plan.reason
     # At its peak it has nothing to lend.
-    plan = plan_with(streaming("peer", 20, 6000.0, priority=90.0))
+    plan = plan_with(short, streaming("peer", 20, 6000.0, priority=90.0))
     assert plan.action is ActionKind.NONE and "missing their SLO: short" in plan.reason
     # A job of higher priority never gives way below what its peak needs.
-    plan = plan_with(streaming("peer", 20, 4000.0, priority=95.0))
+    plan = plan_with(short, streaming("peer", 20, 3000.0, priority=95.0))
+    assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
+    # Lent, they are weighed like any donor's: when the job of its priority that misses
+    # cannot grow (at its maximum), a job of lower priority that misses too takes them, as it
+    # gains more than the lender loses at its peak.
+    capped = streaming("short", 1, 2500.0, priority=90.0, max_executors=1)
+    plan = plan_with(capped, low, streaming("peer", 20, 3000.0, priority=90.0))
+    assert targets(plan) == {"peer": 16, "low": 8}, plan.reason
+    # With no job of its priority missing, a job of lower priority gets none of them.
+    plan = plan_with(low, streaming("peer", 20, 3000.0, priority=90.0))
     assert plan.action is ActionKind.NONE and not plan.changes, plan.reason

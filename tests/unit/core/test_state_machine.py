@@ -691,6 +691,53 @@ def test_henge_admits_a_job_with_what_fits_when_its_minimum_fits_in_the_free_roo
     assert [(c.job_id, c.from_executors, c.to_executors) for c in plan.changes] == [("q", 0, 1)]
 
 
+def _waiting_job(name: str, initial: int, *, seconds: int = 0, **extra: object) -> object:
+    return job(name, status=JobStatus.QUEUED, executors=0, initial_executors=initial,
+               with_metrics=False, reported_at=None,
+               registered_at=T0 + timedelta(seconds=seconds), **extra)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("queued", "free_cores", "free_memory_mb"),
+    [
+        ({"initial": 4, "min_executors": 2}, 1.0, 65536.0),  # its minimum needs 2 cores
+        ({"initial": 2, "min_executors": 0}, 0.5, 65536.0),  # a minimum of 0 needs one all the same
+        ({"initial": 2, "memory_mb": 4096}, 1.0, 2048.0),  # the core is free, the memory is not
+    ],
+)
+def test_henge_does_not_admit_a_job_when_the_free_room_holds_less_than_its_minimum(
+    queued: dict[str, int], free_cores: float, free_memory_mb: float
+) -> None:
+    settings = CoreSettings(policy="henge")
+    node = NodeView("n0", cores=32.0, memory_mb=65536.0, cores_requested=32.0 - free_cores,
+                    memory_requested_mb=65536.0 - free_memory_mb)  # fmt: skip
+    jobs = [job("a", executors=31), _waiting_job("q", **queued)]
+    snap = replace(snapshot(jobs), cluster=ClusterView((node,)))
+    plan, _ = decide(snap, SchedulerState.initial(settings), settings, T0)
+    [admission] = plan.admissions
+    assert admission.status is JobStatus.QUEUED, admission.reason
+    assert "do not fit" in admission.reason and not plan.changes
+
+
+def test_a_job_admitted_with_what_fits_never_takes_the_room_of_one_behind_it_that_fits() -> None:
+    """First fit: the big job registered first does not fit whole; the small one behind it
+    does, and is admitted whole before the big one gets what is left."""
+    settings = CoreSettings(policy="henge")
+    big = _waiting_job("big", 8)
+    small = _waiting_job("small", 2, seconds=1)
+    plan, _ = decide(
+        snapshot([job("a", executors=30), big, small], free=3.0, nodes=1),
+        SchedulerState.initial(settings),
+        settings,
+        T0,
+    )
+    assert [(a.job_id, a.reason) for a in plan.admissions] == [
+        ("big", "admitted with 1 executor(s)"),
+        ("small", "admitted with 2 executor(s)"),
+    ]
+    assert {c.job_id: c.to_executors for c in plan.changes} == {"big": 1, "small": 2}
+
+
 def test_admission_waits_for_a_job_that_has_not_reported() -> None:
     settings = CoreSettings(policy="henge")
     warming = job("w", with_metrics=False, reported_at=None)

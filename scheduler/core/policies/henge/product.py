@@ -62,6 +62,7 @@ from scheduler.core.policies.henge.allocate import (
 from scheduler.core.policies.henge.model import (
     JobModel,
     observe,
+    predicted_utilities,
     predicted_utility,
     sizes,
     usable,
@@ -469,11 +470,15 @@ class ProductRound:
         # What ran before the move comes back, room included: a job the move made room for
         # returns to the executors it ran, or the room stays with it and the executors given
         # back to the others would wait for room in their turn.
-        changes = [
-            Change(job_id, self.by_id[job_id].executors, moved.ran, "revert")
-            for job_id, moved in sorted(move.jobs.items())
-            if job_id in self.by_id and self.by_id[job_id].executors != moved.ran
-        ]
+        changes = []
+        for job_id, moved in sorted(move.jobs.items()):
+            job = self.by_id.get(job_id)
+            if job is None:
+                continue
+            # (what ran may be below the job's minimum: executors admitted pending)
+            target = max(moved.ran, job.min_executors)
+            if job.executors != target:
+                changes.append(Change(job_id, job.executors, target, "revert"))
         self.act(changes, revert=True)
         self.update(cluster_state=ClusterState.NOT_CONVERGED)
         return self.plan(ActionKind.REVERT, "revert the last move", changes)
@@ -658,8 +663,6 @@ class ProductRound:
             points = utility_curve(model, job, rate, need, ceiling, self._giving_grid)
         else:
             points = [(need, priority) if need is not None else (held, now)]
-            if need is not None and priority <= self._top_missing:
-                points += self.lent(job, model, rate, need, ceiling, rho)
         if need is not None and need <= ceiling:
             # A growing job is sized for its ready rate with ``headroom``.
             padded = demand(job, self.s.drain_s, rate=rate * (1 + self.s.headroom))
@@ -682,16 +685,20 @@ class ProductRound:
             if (n < held and cuts) or (n > held and can_grow)
         ]
         kept.append((held, current + 2 * eps + _HEADROOM_CREDIT * priority))
+        if meets and cuts and need is not None and priority == self._top_missing:
+            kept += [(n, min(v, current)) for n, v in self.lent(job, model, rate, need, rho)]
         return Offer.of(job, kept)
 
     def lent(
-        self, job: JobView, model: JobModel, rate: float, need: int, ceiling: int, rho: float
+        self, job: JobView, model: JobModel, rate: float, need: int, rho: float
     ) -> list[tuple[int, float]]:
         """The counts ``job``, meeting its SLO while a job of its priority misses, offers below
-        its ``need`` at its recent peak input ``rate``: down to what its input of the moment
-        needs with ``headroom``, valued at that peak like any donor's. A job of the same
-        priority is worth as much, and it misses now, while the executors kept for the peak
-        pay only if the peak comes back before they could be moved back. A job whose input
+        its ``need`` at its recent peak input ``rate`` (and below what it holds): down to what
+        its input of the moment needs with ``headroom``, valued at that peak like any donor's.
+        A job of the same priority is worth as much, and it misses now, while the executors
+        kept for the peak pay only if the peak comes back before they could be moved back.
+        The solver weighs them like any donor's, so a job of lower priority that misses too
+        may take them, when it gains more than the lender loses at its peak. A job whose input
         is at its peak lends nothing, so jobs of one priority never trade executors on their
         models' noise alone (on `production`, with constant inputs, trading on the whole curve
         took one seed from 0.989 to 0.912 of the oracle, with 37 reverts)."""
@@ -699,13 +706,14 @@ class ProductRound:
         if m is None or m.input_rate is None:
             return []
         floor = executors_needed(model, job, m.input_rate * (1 + self.s.headroom), rho=rho)
-        if floor is None or floor >= need:
+        below = min(need, job.executors)
+        if floor is None or floor >= below:
             return []
-        curve = utility_curve(model, job, rate, need, ceiling, self._giving_grid)
-        points = [(n, v) for n, v in curve if floor <= n < need]
-        if all(n != floor for n, _ in points):
-            points.append((floor, predicted_utility(model, job, floor, rate)))
-        return points
+        # As fine as a growing job's curve: lent whole down to the floor, the executors a
+        # peer needs less would sit idle and the lender would pay for them at its peak.
+        span = below - 1 - floor
+        counts = sorted({floor + round(span * k / self._grid) for k in range(self._grid + 1)})
+        return list(zip(counts, predicted_utilities(model, job, counts, rate), strict=True))
 
     def drain_worth(self, job: JobView) -> float:
         """What the executors of ``job`` are worth when no model can say: its utility, or,
