@@ -42,7 +42,8 @@ class AdmissionResult:
     admissions: tuple[Admission, ...]
     """One entry per queued job: admitted, or still queued with the reason."""
     changes: tuple[Change, ...]
-    """``0 → initial`` for every admitted job."""
+    """``0 → initial`` for every admitted job (under ``priority``, 0 to what it is admitted
+    with)."""
     cluster: ClusterView
     """The cluster with the admitted jobs' executors placed."""
 

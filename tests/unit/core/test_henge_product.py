@@ -15,7 +15,7 @@ from scheduler.core.allocation import JobChoices, solve_choices
 from scheduler.core.model import ActionKind, ClusterState, ClusterView, JobView, NodeView, Plan
 from scheduler.core.policies.henge.allocate import Offer
 from scheduler.core.policies.henge.model import JobModel, observe
-from scheduler.core.policies.henge.outlook import demand, executors_needed
+from scheduler.core.policies.henge.outlook import demand, executors_needed, max_utilisation
 from scheduler.core.policies.henge.product import HengeProductPolicy, ProductRound
 from scheduler.core.policies.henge.product_settings import ProductSettings
 from scheduler.core.policies.henge.product_state import Move, MovedJob, ProductState
@@ -581,3 +581,22 @@ def test_a_job_lends_what_it_keeps_for_its_peak_when_a_job_of_its_priority_misse
     # With no job of its priority missing, a job of lower priority gets none of them.
     plan = plan_with(low, streaming("peer", 20, 3000.0, priority=90.0))
     assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
+
+
+def test_a_lender_offers_only_counts_below_what_it_holds() -> None:
+    """Meeting its SLO on 14 executors while its peak needs 20: what it lends lies between
+    what its input of the moment needs with `headroom` (12) and what it holds; a count at or
+    above that would be growth offered by a job that meets its SLO."""
+    peer = streaming("peer", 14, 3000.0, priority=90.0)
+    short = streaming("short", 4, 2500.0, priority=90.0)
+    now = at(0)
+    views = [replace(j, last_report_at=now) for j in (short, peer)]
+    state = ProductState(models=fitted(views), peaks={"peer": (6000.0, now.timestamp())})
+    round_ = ProductRound(ProductSettings(), snapshot(views, when=now, free=0.0), state, now)
+    round_.run()
+    model = round_.trusted(views[1])
+    assert model is not None
+    rho = max_utilisation(model, views[1])
+    assert executors_needed(model, views[1], 6000.0, rho=rho) == 20
+    counts = [n for n, _ in round_.lent(views[1], model, 6000.0, 20, rho)]
+    assert counts and min(counts) == 12 and max(counts) == 13, counts

@@ -12,7 +12,8 @@ One round, on the jobs ``decide`` counted:
    a trusted model, its utility before the move; if its input moved by more than 20 %, the
    least it would have earned: that utility after a fall, 0 after a rise). A job draining a
    backlog counts as helped. If the moved jobs together lost utility, the whole move is
-   reverted to what ran before it (room made for waiting executors included). A grown job
+   reverted to what ran before it (room made for waiting executors included; never below a
+   job's minimum). A grown job
    that still misses its SLO and gained less than ``min_gain`` loses its model's trust; when
    it did not even use its executors (busy at most ``capacity_threshold`` of the utilisation
    its SLO allows) it is blacklisted.
@@ -23,8 +24,9 @@ One round, on the jobs ``decide`` counted:
    drains a backlog, at the share of its demand it processes), one executor less at 0 when it
    meets its SLO above its minimum and a job of higher priority misses, and, missing its own,
    eq. 2.4's step. A job meeting its SLO gives way below its need at its peak along its curve
-   when a job of higher priority misses; when only jobs of its priority or lower miss, down to
-   what its input now needs with ``headroom`` for one of its own, else not at all. A job
+   when a job of higher priority misses; when the highest priority missing is its own, it
+   lends what it keeps for its peak, below what it holds and down to what its input now needs
+   with ``headroom`` (any missing job may take it); otherwise not at all. A job
    missing its SLO plans with the executors it runs: those that have waited ``quiesce_s`` for
    room on the nodes are growth the others make room for. Free cores in which the growth
    finds no room are left out and the allocation solved again. If the best
@@ -655,8 +657,7 @@ class ProductRound:
         ceiling = max(held, min(top, reachable)) if can_grow else held
         # A job missing its SLO may end anywhere below its need; one meeting it only gives way,
         # so a coarser curve does, and one of a higher priority than every missing job's never
-        # gives way below its need (whoever it helped would gain no more than it loses). One of
-        # the same priority as a missing job lends what it keeps for its recent peak only.
+        # gives way below its need (whoever it helped would gain no more than it loses).
         if not meets:
             points = utility_curve(model, job, rate, need, ceiling, self._grid)
         elif priority < self._top_missing:
@@ -685,6 +686,7 @@ class ProductRound:
             if (n < held and cuts) or (n > held and can_grow)
         ]
         kept.append((held, current + 2 * eps + _HEADROOM_CREDIT * priority))
+        # One of the same priority as the highest missing lends what it keeps for its peak.
         if meets and cuts and need is not None and priority == self._top_missing:
             kept += [(n, min(v, current)) for n, v in self.lent(job, model, rate, need, rho)]
         return Offer.of(job, kept)
@@ -711,8 +713,10 @@ class ProductRound:
             return []
         # As fine as a growing job's curve: lent whole down to the floor, the executors a
         # peer needs less would sit idle and the lender would pay for them at its peak.
+        # (fewer in a round of many jobs, like the curves of those giving way: _GRID_BUDGET)
+        grid = min(self._grid, max(_GIVING_GRID, _GRID_BUDGET // len(self.jobs)))
         span = below - 1 - floor
-        counts = sorted({floor + round(span * k / self._grid) for k in range(self._grid + 1)})
+        counts = sorted({floor + round(span * k / grid) for k in range(grid + 1)})
         return list(zip(counts, predicted_utilities(model, job, counts, rate), strict=True))
 
     def drain_worth(self, job: JobView) -> float:
