@@ -13,10 +13,9 @@ One round, on the jobs ``decide`` counted:
    least it would have earned: that utility after a fall, 0 after a rise). A job draining a
    backlog counts as helped. If the moved jobs together lost utility, the whole move is
    reverted to what ran before it (room made for waiting executors included; never below a
-   job's minimum). A grown job
-   that still misses its SLO and gained less than ``min_gain`` loses its model's trust; when
-   it did not even use its executors (busy at most ``capacity_threshold`` of the utilisation
-   its SLO allows) it is blacklisted.
+   job's minimum). A grown job that still misses its SLO and gained less than ``min_gain``
+   loses its model's trust; when it did not even use its executors (busy at most
+   ``capacity_threshold`` of the utilisation its SLO allows) it is blacklisted.
 3. Plan: every counted job offers the solver a few executor counts with their predicted
    utility (:mod:`.allocate`) at the input it must be ready for, its recent peak (a backlog
    only raises the count a growing job is sized for, to drain it within ``drain_s``); a job
@@ -26,12 +25,12 @@ One round, on the jobs ``decide`` counted:
    eq. 2.4's step. A job meeting its SLO gives way below its need at its peak along its curve
    when a job of higher priority misses; when the highest priority missing is its own, it
    lends what it keeps for its peak, below what it holds and down to what its input now needs
-   with ``headroom`` (any missing job may take it); otherwise not at all. A job
-   missing its SLO plans with the executors it runs: those that have waited ``quiesce_s`` for
-   room on the nodes are growth the others make room for. Free cores in which the growth
-   finds no room are left out and the allocation solved again. If the best
-   allocation raises some job's predicted utility by ``min_gain`` of its priority, the move
-   toward it is made at once, several jobs together (a reconfiguration).
+   with ``headroom`` (any missing job may take it); otherwise not at all. A job missing its
+   SLO plans with the executors it runs: those that have waited ``quiesce_s`` for room on the
+   nodes are growth the others make room for. Free cores in which the growth finds no room
+   are left out and the allocation solved again. If the best allocation raises some job's
+   predicted utility by ``min_gain`` of its priority, the move toward it is made at once,
+   several jobs together (a reconfiguration).
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -711,9 +710,9 @@ class ProductRound:
         below = min(need, job.executors)
         if floor is None or floor >= below:
             return []
-        # As fine as a growing job's curve: lent whole down to the floor, the executors a
-        # peer needs less would sit idle and the lender would pay for them at its peak.
-        # (fewer in a round of many jobs, like the curves of those giving way: _GRID_BUDGET)
+        # As fine as a growing job's curve (lent whole down to the floor, the executors a peer
+        # needs less would sit idle and the lender would pay for them at its peak), and as
+        # coarse as the curves of those giving way in a round of many jobs (_GRID_BUDGET).
         grid = min(self._grid, max(_GIVING_GRID, _GRID_BUDGET // len(self.jobs)))
         span = below - 1 - floor
         counts = sorted({floor + round(span * k / grid) for k in range(grid + 1)})
