@@ -71,15 +71,6 @@ def _preemptible(job: JobView, running: Sequence[JobView], cluster: ClusterView)
     return cluster.free_cores + spare >= initial_executors(job) * job.cores_per_executor
 
 
-def _minimum_fits(job: JobView, cluster: ClusterView) -> bool:
-    """Whether the free room holds ``job``'s minimum (and one executor at least): admitted
-    with what fits, it disturbs no running job, and the policy grows it like any other. Held
-    back for the rest of its initial executors, a job among others of its priority that held
-    every core waited for hours (`examples/scenarios/same-priority-crowd.yaml`, seed 3)."""
-    fitting = room_for(cluster, job.cores_per_executor, job.memory_mb)
-    return fitting >= max(1, job.min_executors)
-
-
 def admit(
     queued: Sequence[JobView],
     running: Sequence[JobView],
@@ -116,7 +107,9 @@ def admit(
             and rule is AdmissionRule.PRIORITY
             and _preemptible(job, running, cluster)
         ):
-            count, placed = _what_fits(job, cluster)
+            count, placed = _what_fits(
+                job, cluster, room_for(cluster, job.cores_per_executor, job.memory_mb)
+            )
         if placed is None:
             short.append(job)
             continue
@@ -124,9 +117,14 @@ def admit(
         decided[job.job_id] = _admitted(job, count)
         changes.append(Change(job.job_id, 0, count, "admitted"))
     for job in short:
+        # Its minimum (and one executor at least) in the free room: admitted with what fits,
+        # it disturbs no running job, and the policy grows it like any other. Held back for the
+        # rest of its initial executors, a job among others of its priority that held every
+        # core waited for hours (`examples/scenarios/same-priority-crowd.yaml`, seed 3).
         count, placed = initial_executors(job), None
-        if rule is AdmissionRule.PRIORITY and _minimum_fits(job, cluster):
-            count, placed = _what_fits(job, cluster)
+        fitting = room_for(cluster, job.cores_per_executor, job.memory_mb)
+        if rule is AdmissionRule.PRIORITY and fitting >= max(1, job.min_executors):
+            count, placed = _what_fits(job, cluster, fitting)
         if placed is None:
             why = (
                 f"waiting: {count} executor(s) of {job.cores_per_executor} core(s) and "
@@ -141,11 +139,10 @@ def admit(
     return AdmissionResult(admissions, tuple(changes), cluster)
 
 
-def _what_fits(job: JobView, cluster: ClusterView) -> tuple[int, ClusterView | None]:
+def _what_fits(job: JobView, cluster: ClusterView, fitting: int) -> tuple[int, ClusterView | None]:
     """``job`` admitted with its minimum at least (those that find no room wait pending for
     the executors the policy moves to it) and the rest of its initial executors as far as
-    they fit: the count, and the cluster with those placed."""
-    fitting = room_for(cluster, job.cores_per_executor, job.memory_mb)
+    they fit (``fitting``): the count, and the cluster with those placed."""
     count = max(job.min_executors, min(initial_executors(job), fitting))
     placed = place_executors(cluster, min(count, fitting), job.cores_per_executor, job.memory_mb)
     return count, placed

@@ -94,25 +94,21 @@ class Step(NamedTuple):
     target: int
 
 
-def short_of_room(
-    targets: Mapping[str, int], jobs: Sequence[JobView], steps: Sequence[Step]
-) -> float:
-    """Cores of the growth in ``targets`` for which the steps found no room on the nodes."""
-    reached = {s.job.job_id: s.target for s in steps}
-    short = 0.0
-    for job in jobs:
-        wanted = targets.get(job.job_id, job.executors)
-        if wanted > job.executors:
-            short += (wanted - reached.get(job.job_id, job.executors)) * job.cores_per_executor
-    return short
+class Placement(NamedTuple):
+    """The steps toward an allocation that the nodes can place, and what placing them found."""
+
+    steps: list[Step]
+    took: float
+    """Free cores of the nodes the growth took."""
+    short: float
+    """Cores of the growth for which no node had room."""
 
 
 def move_toward(
     targets: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
-) -> tuple[list[Step], float]:
+) -> Placement:
     """The steps toward ``targets`` that fit: shrinks as the solver chose them, growth by
-    priority (highest first) as far as the room allows (:class:`~scheduler.core.cluster.Room`);
-    and how many of the nodes' free cores the growth took."""
+    priority (highest first) as far as the room allows (:class:`~scheduler.core.cluster.Room`)."""
     room = Room(cluster)
     on_nodes = room.cores_on_nodes
     steps: list[Step] = []
@@ -125,8 +121,11 @@ def move_toward(
         (j for j in jobs if targets.get(j.job_id, j.executors) > j.executors),
         key=lambda j: (-j.priority, j.job_id),
     )
+    short = 0.0
     for job in growing:
-        more = room.take(targets[job.job_id] - job.executors, job.cores_per_executor, job.memory_mb)
+        wanted = targets[job.job_id] - job.executors
+        more = room.take(wanted, job.cores_per_executor, job.memory_mb)
         if more > 0:
             steps.append(Step(job, job.executors + more))
-    return steps, on_nodes - room.cores_on_nodes
+        short += (wanted - more) * job.cores_per_executor
+    return Placement(steps, on_nodes - room.cores_on_nodes, short)

@@ -57,7 +57,6 @@ from scheduler.core.policies.henge.allocate import (
     Offer,
     Step,
     move_toward,
-    short_of_room,
     solve,
 )
 from scheduler.core.policies.henge.model import (
@@ -516,22 +515,18 @@ class ProductRound:
         # A job waiting for room never asks for fewer executors than it has asked for (cut
         # below, it would ask again next round and wait again), and growing into those it
         # asked for keeps its allocation: the room the others make is the change.
-        held = {j.job_id: j.executors for j in self.jobs}
         ran = {
             s.job.job_id: (s.job.executors, s.target)
             for s in steps
             if s.job.job_id in self._waiting and s.target > s.job.executors
         }
-        steps = [
-            Step(s.job, max(s.target, held[s.job.job_id])) if s.job.job_id in self._waiting else s
-            for s in steps
-        ]
+        steps = [self.as_held(s) if s.job.job_id in self._waiting else s for s in steps]
         if not self.s.preempt:
-            steps = [s for s in steps if s.target > held[s.job.job_id]]
+            steps = [s for s in steps if s.target > s.job.executors]
         changes = [
-            Change(s.job.job_id, held[s.job.job_id], s.target, self.why(s.job, s.target))
+            Change(s.job.job_id, s.job.executors, s.target, self.why(s.job, s.target))
             for s in steps
-            if s.target != held[s.job.job_id]
+            if s.target != s.job.executors
         ]
         if not changes:
             self.notes.append("the only growth found is into executors already asked for")
@@ -551,16 +546,16 @@ class ProductRound:
         targets = solve(offers, cluster.free_cores)
         if targets is None:
             return None
-        steps, used = move_toward(targets, jobs, cluster)
-        if short_of_room(targets, jobs, steps) <= 0:
-            return steps
-        if used >= cluster.free_cores - 1e-9:
-            return steps  # (no free core went unused: solved again, the plan would be the same)
-        again = solve(offers, used if used > 0 else 0.0)
+        first = move_toward(targets, jobs, cluster)
+        if first.short <= 0:
+            return first.steps
+        if first.took >= cluster.free_cores - 1e-9:
+            return first.steps  # (no free core went unused: solved again, the same plan)
+        again = solve(offers, first.took if first.took > 0 else 0.0)
         if again is None:
-            return steps
-        other, _ = move_toward(again, jobs, cluster)
-        return other if _reached(offers, other) > _reached(offers, steps) else steps
+            return first.steps
+        other = move_toward(again, jobs, cluster).steps
+        return other if _reached(offers, other) > _reached(offers, first.steps) else first.steps
 
     def as_placed(self, job: JobView) -> JobView:
         """``job`` as the cluster holds it. Executors that have not come up within
@@ -582,6 +577,12 @@ class ProductRound:
         self.notes.append(f"{job.name}: {waiting} executor(s) waiting for room")
         self._waiting.add(job.job_id)
         return dataclasses.replace(job, executors=m.executors_reported)
+
+    def as_held(self, step: Step) -> Step:
+        """``step`` of a job waiting for room, on the job as its allocation stands, never
+        below it."""
+        job = self.by_id[step.job.job_id]
+        return Step(job, step.target if step.target > job.executors else job.executors)
 
     def unhelped(self) -> str:
         """Why a round with jobs missing their SLO moves nothing: name them (the first few), so
