@@ -191,6 +191,11 @@ OTHER_EXAMPLES = (
     "stateful-tiers",
     "mem-partitions",
     "same-priority-crowd",
+    "tail-tiers-3x",
+    "juice-spike",
+    "small-realtime",
+    "interference-tiers",
+    "steps-drop",
 )
 """Scenarios that are not built in, run to check the policies beyond the built-in ones."""
 
