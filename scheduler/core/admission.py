@@ -1,13 +1,14 @@
 """Admission of newly registered jobs (DESIGN §3 step 8, thesis §2.6.4).
 
-Two rules:
+Three rules:
 
 - ``slos-met`` (Henge): a queued job is admitted when every running job meets its SLO (jobs
   still warming up, without metrics, count as not yet meeting it; stale jobs are ignored) and
   its initial executors fit;
 - ``fits`` (the baselines): a queued job is admitted when its initial executors fit;
 - ``priority`` (``henge``): like ``slos-met``, but only a job of at least the queued job's
-  priority that misses its SLO (or is warming up) holds it back, and a job whose initial
+  priority that misses its SLO by more than the policy's ``tolerance`` (``henge``: its
+  ``min_gain``) of its priority, or is warming up, holds it back; and a job whose initial
   executors do not fit is still admitted, with those that fit (at least its minimum, which may
   wait pending), when lower-priority jobs hold enough cores above their minimums to make the
   rest (the policy then moves them: priority preemption), or when its minimum fits in the
@@ -17,7 +18,7 @@ Two rules:
 "Fit" means each initial executor finds room (cores and memory) on one ready node. Queued jobs
 are considered first registered first; one that does not fit does not block smaller ones behind
 it (first fit). A policy names its rule with an ``admission_rule`` attribute; a policy without
-one gets ``fits``.
+one gets ``fits``. Its ``admission_tolerance`` attribute, if any, is the tolerance.
 """
 
 from __future__ import annotations
@@ -60,6 +61,11 @@ def _blocker(job: JobView, blockers: Sequence[JobView], rule: AdmissionRule) -> 
     return blockers[0] if blockers else None
 
 
+def _holds_back(job: JobView, slack: float) -> bool:
+    """Whether running ``job`` misses its SLO by more than ``slack`` of its priority."""
+    return not meets_slo(job.utility, job.priority) and job.utility < (1 - slack) * job.priority
+
+
 def _preemptible(job: JobView, running: Sequence[JobView], cluster: ClusterView) -> bool:
     """Whether the free cores and the cores lower-priority jobs hold above their minimums
     could hold ``job``'s initial executors."""
@@ -77,13 +83,17 @@ def admit(
     warming: Sequence[JobView],
     cluster: ClusterView,
     rule: AdmissionRule,
+    tolerance: float = 0.0,
 ) -> AdmissionResult:
     """Decide the queued jobs' admission against ``running`` (the counted jobs) and ``cluster``.
-    Under ``priority``, jobs admitted with only what fits in the free room come last, so that
-    one does not take the room of a smaller job behind it that fits whole."""
+    Under ``priority``, a running job that misses its SLO by at most ``tolerance`` of its
+    priority holds no job back (the policy makes no move for so little), and jobs admitted
+    with only what fits in the free room come last, so that one does not take the room of a
+    smaller job behind it that fits whole."""
     order = sorted(queued, key=lambda j: (j.registered_at, j.job_id))
+    slack = tolerance if rule is AdmissionRule.PRIORITY else 0.0
     blockers = (
-        [j for j in running if not meets_slo(j.utility, j.priority)] + list(warming)
+        [j for j in running if _holds_back(j, slack)] + list(warming)
         if rule is not AdmissionRule.FITS
         else []
     )

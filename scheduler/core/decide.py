@@ -225,4 +225,5 @@ def _admissions(
         rule = AdmissionRule(getattr(policy, "admission_rule", AdmissionRule.FITS))
     else:
         rule = AdmissionRule(settings.admission)
-    return admit(queued, fresh.counted, fresh.warming, snapshot.cluster, rule)
+    tolerance = float(getattr(policy, "admission_tolerance", 0.0))
+    return admit(queued, fresh.counted, fresh.warming, snapshot.cluster, rule, tolerance)

@@ -653,6 +653,11 @@ def _queued(initial: int = 2) -> object:
     [
         ("henge", 10.0, 100.0, True, "admitted"),
         ("henge", 5.0, 100.0, False, "misses its SLO"),
+        # short of its SLO by less than `min_gain` (0.05) of its priority: no move would be
+        # made for it, so it holds nobody back under `priority`; the paper's rule has no slack
+        ("henge", 9.6, 100.0, True, "admitted"),
+        ("henge", 9.4, 100.0, False, "misses its SLO"),
+        ("henge-paper", 9.6, 100.0, False, "misses its SLO"),
         ("henge-paper", 5.0, 100.0, False, "misses its SLO"),
         ("henge", 10.0, 1.0, False, "do not fit"),  # (a quarter of a core on each node)
         ("static", 5.0, 100.0, True, "admitted"),  # baselines: fit is enough
@@ -676,6 +681,17 @@ def test_admission_queues_when_slos_missed(
         assert [(c.from_executors, c.to_executors) for c in grants] == [(0, 2)]
         assert plan.action in (ActionKind.ADMIT, ActionKind.RECONFIGURE)
     assert "q" not in plan.frozen_jobs
+
+
+@pytest.mark.parametrize(("min_gain", "admitted"), [(0.05, True), (0.02, False)])
+def test_henges_admission_slack_is_its_min_gain(min_gain: float, admitted: bool) -> None:
+    """A running job 4 % short of its SLO holds a newcomer back only when a move would be made
+    for a gain that small."""
+    settings = CoreSettings(policy="henge", policy_params={"min_gain": min_gain})
+    jobs = [job("a", utility=9.6, capacity=0.2), _queued()]
+    plan, _ = decide(snapshot(jobs), SchedulerState.initial(settings), settings, T0)
+    [admission] = plan.admissions
+    assert admission.status is (JobStatus.ADMITTED if admitted else JobStatus.QUEUED)
 
 
 def test_henge_admits_a_job_with_what_fits_when_its_minimum_fits_in_the_free_room() -> None:

@@ -196,8 +196,14 @@ OTHER_EXAMPLES = (
     "small-realtime",
     "interference-tiers",
     "steps-drop",
+    "big-executors",
+    "capped-top",
+    "custom-dag",
 )
 """Scenarios that are not built in, run to check the policies beyond the built-in ones."""
+
+FEWER_TIERS = {"same-priority-crowd": 1, "custom-dag": 2}
+"""The examples with fewer than three priority tiers, and how many they have."""
 
 
 @pytest.mark.parametrize("name", OTHER_EXAMPLES)
@@ -208,4 +214,4 @@ def test_the_other_examples_load_and_run_a_short_horizon_under_static(name: str)
     summary = summarize(run_scenario(short, "static", seed=1))
     assert summary["rounds"] == 31  # t = 0, 10, ..., 300
     assert 0 < summary["utility"]["fraction"] <= 1
-    assert len(summary["tiers"]) >= (1 if name == "same-priority-crowd" else 3)
+    assert len(summary["tiers"]) >= FEWER_TIERS.get(name, 3)

@@ -110,6 +110,14 @@ class HengeProductPolicy:
     def __init__(self, settings: ProductSettings | None = None) -> None:
         self.settings = settings or ProductSettings()
 
+    @property
+    def admission_tolerance(self) -> float:
+        """A running job missing its SLO by no more than ``min_gain`` of its priority holds no
+        queued job back: no move would be made for it, so it may miss by that much for hours
+        (a top-tier job 2 % short kept a newcomer of its priority waiting 20 minutes while
+        lower tiers held the cores it needed)."""
+        return self.settings.min_gain
+
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> HengeProductPolicy:
         return cls(build_settings(ProductSettings, params))
