@@ -7,8 +7,9 @@ Three rules:
   its initial executors fit;
 - ``fits`` (the baselines): a queued job is admitted when its initial executors fit;
 - ``priority`` (``henge``): like ``slos-met``, but only a job of at least the queued job's
-  priority that misses its SLO by more than the policy's ``tolerance`` (``henge``: its
-  ``min_gain``) of its priority, or is warming up, holds it back; and a job whose initial
+  priority that misses its SLO by at least the policy's ``tolerance`` (``henge`` and the
+  policies built on it: their ``min_gain``) of its priority, or is warming up, holds it back;
+  and a job whose initial
   executors do not fit is still admitted, with those that fit (at least its minimum, which may
   wait pending), when lower-priority jobs hold enough cores above their minimums to make the
   rest (the policy then moves them: priority preemption), or when its minimum fits in the
@@ -62,8 +63,8 @@ def _blocker(job: JobView, blockers: Sequence[JobView], rule: AdmissionRule) -> 
 
 
 def _holds_back(job: JobView, slack: float) -> bool:
-    """Whether running ``job`` misses its SLO by more than ``slack`` of its priority."""
-    return not meets_slo(job.utility, job.priority) and job.utility < (1 - slack) * job.priority
+    """Whether running ``job`` misses its SLO by at least ``slack`` of its priority."""
+    return not meets_slo(job.utility, job.priority) and job.utility <= (1 - slack) * job.priority
 
 
 def _preemptible(job: JobView, running: Sequence[JobView], cluster: ClusterView) -> bool:
@@ -86,8 +87,8 @@ def admit(
     tolerance: float = 0.0,
 ) -> AdmissionResult:
     """Decide the queued jobs' admission against ``running`` (the counted jobs) and ``cluster``.
-    Under ``priority``, a running job that misses its SLO by at most ``tolerance`` of its
-    priority holds no job back (the policy makes no move for so little), and jobs admitted
+    Under ``priority``, a running job that misses its SLO by less than ``tolerance`` of its
+    priority holds no job back (the policy moves for no smaller gain), and jobs admitted
     with only what fits in the free room come last, so that one does not take the room of a
     smaller job behind it that fits whole."""
     order = sorted(queued, key=lambda j: (j.registered_at, j.job_id))

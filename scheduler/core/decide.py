@@ -6,8 +6,9 @@ Steps applied for every policy (DESIGN §3):
    not counted, listed in ``plan.frozen_jobs``). If more than half of the admitted jobs are stale
    (a collector outage) the round takes no action, and once the outage is over the scheduler
    observes for ``recovery_observe_s`` before acting again.
-2. Admission of queued jobs, by the policy's ``admission_rule`` (see :mod:`admission`); the
-   admitted jobs' executors are placed on the cluster the policy then sees.
+2. Admission of queued jobs, by the policy's ``admission_rule`` and ``admission_tolerance``
+   (see :mod:`admission`); the admitted jobs' executors are placed on the cluster the policy
+   then sees.
 3. The policy, on a snapshot holding only the counted jobs.
 4. A safety clamp of every change (:mod:`safety`), and the round's total and maximum utility.
 """

@@ -683,12 +683,24 @@ def test_admission_queues_when_slos_missed(
     assert "q" not in plan.frozen_jobs
 
 
-@pytest.mark.parametrize(("min_gain", "admitted"), [(0.05, True), (0.02, False)])
-def test_henges_admission_slack_is_its_min_gain(min_gain: float, admitted: bool) -> None:
+@pytest.mark.parametrize(
+    ("min_gain", "admission", "utility", "admitted"),
+    [
+        (0.05, "policy", 9.6, True),
+        (0.02, "policy", 9.6, False),
+        (0.05, "policy", 9.5, False),  # short by min_gain exactly: a move may be made for it
+        (0.05, "slos-met", 9.6, False),  # the slack belongs to the `priority` rule alone
+    ],
+)
+def test_henges_admission_slack_is_its_min_gain(
+    min_gain: float, admission: str, utility: float, admitted: bool
+) -> None:
     """A running job 4 % short of its SLO holds a newcomer back only when a move would be made
     for a gain that small."""
-    settings = CoreSettings(policy="henge", policy_params={"min_gain": min_gain})
-    jobs = [job("a", utility=9.6, capacity=0.2), _queued()]
+    settings = CoreSettings(
+        policy="henge", policy_params={"min_gain": min_gain}, admission=admission
+    )
+    jobs = [job("a", utility=utility, capacity=0.2), _queued()]
     plan, _ = decide(snapshot(jobs), SchedulerState.initial(settings), settings, T0)
     [admission] = plan.admissions
     assert admission.status is (JobStatus.ADMITTED if admitted else JobStatus.QUEUED)

@@ -199,6 +199,7 @@ OTHER_EXAMPLES = (
     "big-executors",
     "capped-top",
     "custom-dag",
+    "long-trigger",
 )
 """Scenarios that are not built in, run to check the policies beyond the built-in ones."""
 

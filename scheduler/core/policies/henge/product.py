@@ -112,10 +112,10 @@ class HengeProductPolicy:
 
     @property
     def admission_tolerance(self) -> float:
-        """A running job missing its SLO by no more than ``min_gain`` of its priority holds no
-        queued job back: no move would be made for it, so it may miss by that much for hours
-        (a top-tier job 2 % short kept a newcomer of its priority waiting 20 minutes while
-        lower tiers held the cores it needed)."""
+        """A running job missing its SLO by less than ``min_gain`` of its priority holds no
+        queued job back: a move is made only for a gain of at least that much, so it may
+        usually miss by so little for hours (a top-tier job 2 % short kept a newcomer of its
+        priority waiting 20 minutes while lower tiers held the cores it needed)."""
         return self.settings.min_gain
 
     @classmethod
