@@ -112,6 +112,18 @@ def mean_trigger_interval_s(batches: Sequence[BatchReport]) -> float | None:
     return (starts[-1] - starts[0]).total_seconds() / (len(starts) - 1)
 
 
+def pooled_trigger_interval_s(lists: Sequence[Sequence[BatchReport]]) -> float | None:
+    """Mean gap between consecutive batch starts within each of several reports' batch lists;
+    across the lists only when no list holds two batches. A report may list only its latest
+    batches, so the gap from one list's last batch to the next list's first can span many
+    batches (reports of the latest 12 of 50 batches put a 0.2-s trigger at 0.74 s)."""
+    starts = [sorted(b.start for b in one) for one in lists if len(one) >= 2]
+    if not starts:
+        return mean_trigger_interval_s([b for one in lists for b in one])
+    spanned = sum((s[-1] - s[0]).total_seconds() for s in starts)
+    return spanned / sum(len(s) - 1 for s in starts)
+
+
 def mean_latency_ms(distributions: Sequence[BatchLatency]) -> float | None:
     """Row-weighted mean latency."""
     weighted = [(d.rows, d.mean_ms) for d in distributions if d.rows > 0]

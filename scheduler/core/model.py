@@ -67,7 +67,8 @@ class JobMetrics(WindowValues):
     """The fixed part of a batch's duration, fitted over the window's batches (duration against
     rows), when their sizes vary enough to tell it from the per-row part."""
     trigger_interval_s: float | None = None
-    """Mean time between micro-batch starts (the effective trigger interval)."""
+    """Mean time between micro-batch starts (the effective trigger interval), read within each
+    report's list of batches (a report may list only its latest ones)."""
     behind_fraction: float | None = None
     """Fraction of the window's sub-windows in which the job fell behind (juice < 1)."""
     executors_reported: int | None = None

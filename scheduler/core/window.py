@@ -26,7 +26,7 @@ from scheduler.core.latency import (
     batch_latencies,
     exact_latency_ms,
     latency_stat_ms,
-    mean_trigger_interval_s,
+    pooled_trigger_interval_s,
     report_latency_ms,
 )
 from scheduler.core.model import JobMetrics, WindowValues
@@ -301,7 +301,7 @@ def window_metrics(
         mean_batch_s=mean_batch_s,
         mean_batch_rows=sum(b.rows for b in batches) / len(batches) if batches else None,
         batch_overhead_s=batch_overhead_s(batches),
-        trigger_interval_s=mean_trigger_interval_s(batches),
+        trigger_interval_s=pooled_trigger_interval_s([r.batches for r in inside]),
         behind_fraction=_behind_fraction(inside, baseline, behind_epsilon),
         executors_reported=latest.executors,
         steady=len({r.executors for r in inside}) == 1,

@@ -15,6 +15,7 @@ from scheduler.core.latency import (
     estimate_latency_ms,
     mean_trigger_interval_s,
     percentile_latency_ms,
+    pooled_trigger_interval_s,
     report_latency_ms,
 )
 from scheduler.core.report import BatchReport, LatencyReport
@@ -105,6 +106,25 @@ def test_exact_latency_is_preferred() -> None:
 def test_trigger_interval() -> None:
     assert mean_trigger_interval_s(BATCHES) == pytest.approx(10.0)
     assert mean_trigger_interval_s(BATCHES[:1]) is None
+
+
+def test_trigger_interval_of_reports_that_list_only_their_latest_batches() -> None:
+    """A 60-s window of six 10-s reports of a 0.2-s trigger, each listing its latest 12 of 50
+    batches: the gaps between the lists are not gaps between batches."""
+    lists = [
+        [batch(w + 0.2 * k, w + 0.2 * k + 0.15, 800) for k in range(38, 50)]
+        for w in range(0, 60, 10)
+    ]
+    everything = [b for one in lists for b in one]
+    # read across the lists: (59.8 - 7.6) s over 71 gaps
+    assert mean_trigger_interval_s(everything) == pytest.approx(0.735, abs=1e-3)
+    assert pooled_trigger_interval_s(lists) == pytest.approx(0.2)
+
+
+def test_trigger_interval_across_reports_of_one_batch_each() -> None:
+    lists = [[batch(10 * w + 1, 10 * w + 4, 5000)] for w in range(4)]
+    assert pooled_trigger_interval_s(lists) == pytest.approx(10.0)
+    assert pooled_trigger_interval_s([[], lists[0]]) is None
 
 
 def test_bad_percentile_rejected() -> None:
