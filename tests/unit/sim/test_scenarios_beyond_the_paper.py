@@ -200,10 +200,23 @@ OTHER_EXAMPLES = (
     "capped-top",
     "custom-dag",
     "long-trigger",
+    "equal-diurnal",
+    "tight-trigger",
+    "bursts-realtime",
+    "coarse-4core",
+    "high-min",
+    "arrivals-wave",
 )
 """Scenarios that are not built in, run to check the policies beyond the built-in ones."""
 
-FEWER_TIERS = {"same-priority-crowd": 1, "custom-dag": 2}
+FEWER_TIERS = {
+    "same-priority-crowd": 1,
+    "custom-dag": 2,
+    "equal-diurnal": 1,
+    "tight-trigger": 2,
+    "bursts-realtime": 2,
+    "coarse-4core": 2,
+}
 """The examples with fewer than three priority tiers, and how many they have."""
 
 
