@@ -31,6 +31,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "scheduler.core.policies.henge.outlook",
     "scheduler.core.policies.henge.allocate",
     "scheduler.core.policies.henge.sizing",
+    "scheduler.core.policies.henge.rises",
     "scheduler.core.policies.henge.product_state",
     "scheduler.core.policies.henge.product",
     # (it subclasses the product policy, and an interpreted class cannot subclass a compiled one)

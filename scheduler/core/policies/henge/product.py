@@ -4,7 +4,9 @@ One round, on the jobs ``decide`` counted:
 
 0. Housekeeping: expired blacklist entries go; each job's model folds in the newest window, its
    prediction error (predicted against measured utility at its allocation and input) is
-   averaged in, and its recent peak input is updated (decaying over ``stabilization_s``).
+   averaged in, its recent peak input is updated (decaying over ``stabilization_s``), and so is
+   how often its input has lately risen by more than ``headroom`` within ``quiesce_s``
+   (:mod:`.rises`).
 1. Quiesce: after a move nothing else happens until the moved jobs run at their new size and a
    report window has passed (``adaptive_quiesce``), or ``quiesce_s`` at the most.
 2. Judge the move by what it caused: each moved job's utility now against what it would have
@@ -16,20 +18,23 @@ One round, on the jobs ``decide`` counted:
    job's minimum). A grown job that still misses its SLO and gained less than ``min_gain``
    loses its model's trust; when it did not even use its executors (busy at most
    ``capacity_threshold`` of the utilisation its SLO allows) it is blacklisted.
-3. Plan: every counted job offers the solver a few executor counts with their predicted
-   utility (:mod:`.allocate`) at the input it must be ready for, its recent peak (a backlog
-   only raises the count a growing job is sized for, to drain it within ``drain_s``); a job
-   whose model is not trusted offers its allocation (valued at what it earns, or, while it
-   drains a backlog, at the share of its demand it processes), one executor less at 0 when it
-   meets its SLO above its minimum and a job of higher priority misses, and, missing its own,
-   eq. 2.4's step. A job meeting its SLO gives way below its need at its peak along its curve
-   when a job of higher priority misses; when the highest priority missing is its own, it
-   lends what it keeps for its peak, below what it holds and down to what its input now needs
-   with ``headroom`` (any missing job may take it); otherwise not at all. A job missing its
-   SLO plans with the executors it runs: those that have waited ``quiesce_s`` for room on the
-   nodes are growth the others make room for. Free cores in which the growth finds no room
-   are left out and the allocation solved again. If the best allocation raises some job's
-   predicted utility by ``min_gain`` of its priority, the move toward it is made at once,
+3. Plan: every counted job offers the solver a few executor counts with their predicted utility
+   (:mod:`.allocate`) at the input it must be ready for, its recent peak (a backlog only raises
+   the count a growing job is sized for, to drain it within ``drain_s``); a job whose model is
+   not trusted offers its allocation (valued at what it earns, or, while it drains a backlog, at
+   the share of its demand it processes), one executor less at 0 when it meets its SLO above its
+   minimum and a job of higher priority misses, and, missing its own, eq. 2.4's step. A job
+   meeting its SLO gives way below its need at its peak along its curve when a job of higher
+   priority misses; when the highest priority missing is its own, it lends what it keeps for its
+   peak, below what it holds and down to what its input now needs with ``headroom`` (any missing
+   job may take it); otherwise not at all. Of at least every missing job's priority, it also
+   offers that count valued at its priority times the chance that its input does not rise by
+   more than ``headroom`` (within ``quiesce_s``) in the next ``2 × quiesce_s``
+   (``lend_between_rises``, off by default; none while it has shown fewer than two rises). A job
+   missing its SLO plans with the executors it runs: those that have waited ``quiesce_s`` for
+   room on the nodes are growth the others make room for. Free cores in which the growth finds
+   no room are left out and the allocation solved again. If the best allocation raises some
+   job's predicted utility by ``min_gain`` of its priority, the move toward it is made at once,
    several jobs together (a reconfiguration).
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
@@ -76,6 +81,7 @@ from scheduler.core.policies.henge.outlook import (
 )
 from scheduler.core.policies.henge.product_settings import ProductSettings
 from scheduler.core.policies.henge.product_state import Move, MovedJob, ProductState
+from scheduler.core.policies.henge.rises import Rises, chance_within, observe_rise
 from scheduler.core.policies.henge.sizing import paper_extra
 from scheduler.core.policies.timers import keep_frozen
 from scheduler.core.policy import JSONDict, build_settings
@@ -224,6 +230,7 @@ class ProductRound:
         models: dict[str, JobModel] = {}
         errors: dict[str, float] = {}
         peaks: dict[str, tuple[float, float]] = {}
+        rises: dict[str, Rises] = {}
         short: dict[str, float] = {}
         # A moved job's window mixes its old and new allocation for a while: its error is
         # measured when the move is judged instead.
@@ -251,6 +258,9 @@ class ProductRound:
             peak = self.peak(job, st.peaks.get(job_id))
             if peak is not None:
                 peaks[job_id] = peak
+            rise = self.rise(job, st.rises.get(job_id)) if self.s.lend_between_rises else None
+            if rise is not None:
+                rises[job_id] = rise
             running = job.metrics.executors_reported if job.metrics is not None else None
             if running is not None and running < job.executors:
                 short[job_id] = st.short_since.get(job_id, self.now_s)
@@ -261,6 +271,7 @@ class ProductRound:
             models=keep_frozen(snap, st.models, models),
             errors=self.errors,
             peaks=keep_frozen(snap, st.peaks, peaks),
+            rises=keep_frozen(snap, st.rises, rises),
             short_since=keep_frozen(snap, st.short_since, short),
         )
 
@@ -286,6 +297,13 @@ class ProductRound:
         tau = self.s.stabilization_s
         decayed = value * math.exp(-(self.now_s - at) / tau) if tau > 0 else 0.0
         return max(rate, decayed), self.now_s
+
+    def rise(self, job: JobView, old: Rises | None) -> Rises | None:
+        rate = job.metrics.input_rate if job.metrics is not None else None
+        if rate is None:
+            return old
+        s = self.s
+        return observe_rise(old, self.now_s, rate, s.quiesce_s, s.headroom, s.model_alpha)
 
     # -- quiesce and judging -------------------------------------------------------------
 
@@ -672,6 +690,8 @@ class ProductRound:
             points = utility_curve(model, job, rate, need, ceiling, self._giving_grid)
         else:
             points = [(need, priority) if need is not None else (held, now)]
+            if need is not None:
+                points += self.between_rises(job, model, need, top, rho)
         if need is not None and need <= ceiling:
             # A growing job is sized for its ready rate with ``headroom``.
             padded = demand(job, self.s.drain_s, rate=rate * (1 + self.s.headroom))
@@ -726,6 +746,30 @@ class ProductRound:
         span = below - 1 - floor
         counts = sorted({floor + round(span * k / grid) for k in range(grid + 1)})
         return list(zip(counts, predicted_utilities(model, job, counts, rate), strict=True))
+
+    def between_rises(
+        self, job: JobView, model: JobModel, need: int, top: int, rho: float
+    ) -> list[tuple[int, float]]:
+        """What ``job``, meeting its SLO and of at least every missing job's priority, may
+        lend below its ``need`` at its recent peak: the count its input of the moment needs with
+        ``headroom``, worth its priority times the chance that its input does not rise by more
+        than ``headroom`` before executors could come back, ``2 × quiesce_s`` (:mod:`.rises`).
+        A burst that comes a few times an hour then no longer holds, for the whole hour its
+        peak is remembered, executors that a lower-priority job could earn with between
+        bursts."""
+        m = job.metrics
+        if not self.s.lend_between_rises or m is None or not m.input_rate:
+            return []
+        rises = self.state.rises.get(job.job_id)
+        # Lent executors come back after the move that lent them is judged (up to a quiesce)
+        # and the move returning them has run (its executors start within another).
+        chance = chance_within(rises, self.now_s, 2 * self.s.quiesce_s)
+        if chance >= 1.0:
+            return []
+        floor = executors_needed(model, job, m.input_rate * (1 + self.s.headroom), top, rho)
+        if floor is None or floor >= need:
+            return []
+        return [(floor, job.priority * (1.0 - chance))]
 
     def drain_worth(self, job: JobView) -> float:
         """What the executors of ``job`` are worth when no model can say: its utility, or,

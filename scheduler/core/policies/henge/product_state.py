@@ -9,6 +9,7 @@ from typing import Any
 
 from scheduler.core.model import ClusterState
 from scheduler.core.policies.henge.model import JobModel, models_from_json
+from scheduler.core.policies.henge.rises import Rises, dump_rises, rises_from_json
 from scheduler.core.policy import JSONDict
 
 
@@ -58,6 +59,9 @@ class ProductState:
     """Per job: the moving average of the model's prediction error (fraction of priority)."""
     peaks: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Per job: (recent peak input rate, when it was last updated, epoch seconds)."""
+    rises: Mapping[str, Rises] = field(default_factory=dict)
+    """Per job: how often its input has lately risen by more than ``headroom`` within
+    ``quiesce_s`` (:mod:`~scheduler.core.policies.henge.rises`)."""
     surplus_since: Mapping[str, float] = field(default_factory=dict)
     """Per job: since when (epoch seconds) it has held executors it does not need."""
     short_since: Mapping[str, float] = field(default_factory=dict)
@@ -108,6 +112,7 @@ def dump(state: ProductState) -> JSONDict:
         "models": {k: list(v) for k, v in sorted(state.models.items())},
         "errors": dict(sorted(state.errors.items())),
         "peaks": {k: list(v) for k, v in sorted(state.peaks.items())},
+        "rises": {k: dump_rises(v) for k, v in sorted(state.rises.items())},
         "surplus_since": dict(sorted(state.surplus_since.items())),
         "short_since": dict(sorted(state.short_since.items())),
         "settle_count": state.settle_count,
@@ -150,6 +155,7 @@ def load(data: Mapping[str, Any]) -> ProductState:
         models=models_from_json(data.get("models")),
         errors={str(k): float(v) for k, v in (data.get("errors") or {}).items()},
         peaks={str(k): (float(v[0]), float(v[1])) for k, v in (data.get("peaks") or {}).items()},
+        rises=rises_from_json(data.get("rises")),
         surplus_since={str(k): float(v) for k, v in (data.get("surplus_since") or {}).items()},
         short_since={str(k): float(v) for k, v in (data.get("short_since") or {}).items()},
         settle_count=int(data.get("settle_count", 0)),

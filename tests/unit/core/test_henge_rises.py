@@ -1,0 +1,168 @@
+"""How often a job's input rises faster than executors can follow (``henge``'s rises), and the
+lending it allows a job that keeps executors for its recent peak."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scheduler.core.model import ActionKind, Plan
+from scheduler.core.policies.henge.product import HengeProductPolicy
+from scheduler.core.policies.henge.product_state import ProductState
+from scheduler.core.policies.henge.rises import (
+    Rises,
+    chance_within,
+    observe_rise,
+    rises_from_json,
+)
+
+from .henge_builders import at
+from .test_henge_product import decide, fitted, streaming, targets
+
+SPAN_S, HEADROOM, ALPHA = 60.0, 0.2, 0.3
+
+
+def played(rates: list[tuple[float, float]]) -> Rises:
+    """The record after rounds at the given (seconds, input rate)."""
+    rises = None
+    for t, rate in rates:
+        rises = observe_rise(rises, t, rate, SPAN_S, HEADROOM, ALPHA)
+    assert rises is not None
+    return rises
+
+
+def steady_with_bursts(starts: list[float], end: float) -> list[tuple[float, float]]:
+    """Rounds every 10 s at 1000 rows/s, three times that for a minute from each start."""
+    return [
+        (float(t), 3000.0 if any(s <= t < s + 60 for s in starts) else 1000.0)
+        for t in range(0, int(end) + 1, 10)
+    ]
+
+
+def test_a_rise_begins_once_however_long_it_lasts_and_its_interval_is_averaged() -> None:
+    rises = played(steady_with_bursts([300, 1500], 1600))
+    # Two bursts, each one rise from its first round to its end.
+    assert rises.last_start_s == 1500 and rises.interval_s == 1200
+    rises = played(steady_with_bursts([300, 1500, 1800], 1900))
+    assert rises.interval_s == pytest.approx(1200 + ALPHA * (300 - 1200))
+
+
+def test_input_that_moves_within_headroom_shows_no_rise() -> None:
+    rates = [(float(t), 1000.0 * (1.15 if (t // 10) % 2 else 1.0)) for t in range(0, 3600, 10)]
+    rises = played(rates)
+    assert rises.last_start_s is None and chance_within(rises, 3600, SPAN_S) == 1.0
+
+
+def test_a_slow_climb_is_a_rise_only_when_it_beats_headroom_within_the_span() -> None:
+    # +2 % a round: 1.02^6 = 1.13 over a minute, within headroom.
+    slow = played([(10.0 * k, 1000.0 * 1.02**k) for k in range(100)])
+    assert slow.last_start_s is None
+    # +4 % a round: 1.04^6 = 1.27 over a minute, one long rise.
+    fast = played([(10.0 * k, 1000.0 * 1.04**k) for k in range(100)])
+    assert fast.last_start_s == 50.0 and fast.rising and fast.interval_s is None
+
+
+def test_the_chance_of_a_rise_within_the_span() -> None:
+    assert chance_within(None, 0.0, SPAN_S) == 1.0
+    one = played(steady_with_bursts([300], 1000))
+    assert one.last_start_s == 300 and chance_within(one, 1000, SPAN_S) == 1.0  # no interval yet
+    two = played(steady_with_bursts([300, 1500], 1600))
+    assert chance_within(two, 1600, SPAN_S) == pytest.approx(60 / 1200)
+    # Longer since the last rise than between rises: the longer time is the better guess.
+    assert chance_within(two, 1500 + 2400, SPAN_S) == pytest.approx(60 / 2400)
+    often = played(steady_with_bursts(list(range(0, 1200, 90)), 1200))
+    assert often.interval_s == 90 and chance_within(often, 1200, SPAN_S) == pytest.approx(60 / 90)
+
+
+def test_the_record_survives_json() -> None:
+    rises = {"a": played(steady_with_bursts([300, 1500], 1530)), "b": played([(0.0, 5.0)])}
+    stored = json.loads(json.dumps({k: list(v) for k, v in rises.items()}))
+    assert rises_from_json(stored) == rises
+    state = ProductState(rises=rises)
+    policy = HengeProductPolicy()
+    assert policy.load_state(json.loads(json.dumps(policy.dump_state(state)))) == state
+
+
+def lending_plan(
+    rises: Rises | None, *, rate: float = 3000.0, low_priority: float = 50.0, **settings: object
+) -> Plan:
+    """`peer` (priority 90) meets its SLO on the 20 executors its recent peak of 6000 rows/s
+    needs, at ``rate`` now (3000 rows/s: 12 with `headroom`); `low` misses on 4 and needs 8;
+    no core is free."""
+    policy = HengeProductPolicy.from_params({"lend_between_rises": True, **settings})
+    peer = streaming("peer", 20, rate, priority=90.0)
+    low = streaming("low", 4, 2500.0, priority=low_priority)
+    state = ProductState(
+        models=fitted([peer, low]),
+        peaks={"peer": (6000.0, at(0).timestamp())},
+        rises={} if rises is None else {"peer": rises},
+    )
+    plan, _ = decide(policy, [peer, low], state, 0, free=0.0)
+    return plan
+
+
+def rises_every(interval_s: float, since_s: float = 300.0) -> Rises:
+    """Rises every ``interval_s``, the last ``since_s`` ago."""
+    now = at(0).timestamp()
+    return Rises(((now - 10, 3000.0),), False, now - since_s, interval_s)
+
+
+def test_a_job_whose_rises_are_rare_lends_its_peak_executors_to_a_lower_priority() -> None:
+    """`bursts-realtime`: bursts of a minute about three times an hour kept the top tier at
+    its burst size for the whole hour its peak was remembered, and the lower tier starved.
+    With a rise every 20 minutes, the chance of one within the two quiesces lent executors take
+    to come back is 0.1: the 8 executors above what 3000 rows/s need are worth 9 to `peer` and
+    50 to `low`, which takes what its own input needs with `headroom`."""
+    plan = lending_plan(rises_every(1200.0))
+    assert plan.action is ActionKind.RECONFIGURE, plan.reason
+    assert targets(plan) == {"peer": 12, "low": 10}, plan.reason
+
+
+@pytest.mark.parametrize(
+    ("rises", "settings"),
+    [
+        (None, {}),  # fewer than two rises seen: nothing known of their rhythm
+        (rises_every(50.0, 10.0), {}),  # a rise every 50 s: one is due before they come back
+        (rises_every(1200.0), {"lend_between_rises": False}),
+        # A rise every 4 minutes: a chance of 0.5 within the two quiesces, so the 8 executors
+        # are worth 45 to `peer`, more than the 40 `low` would gain with them.
+        (rises_every(240.0, 10.0), {"low_priority": 40.0}),
+    ],
+)
+def test_a_job_keeps_its_peak_executors_unless_its_rises_are_known_and_rare(
+    rises: Rises | None, settings: dict[str, object]
+) -> None:
+    plan = lending_plan(rises, **settings)
+    assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
+    assert "missing their SLO: low" in plan.reason
+
+
+def test_the_same_rare_rises_lend_to_that_lower_priority_job() -> None:
+    plan = lending_plan(rises_every(1200.0), low_priority=40.0)
+    assert targets(plan) == {"peer": 12, "low": 10}, plan.reason
+
+
+def test_lending_between_rises_stops_at_what_the_input_of_the_moment_needs() -> None:
+    """At 4000 rows/s (16 executors with `headroom`) only 4 may go, however rare the rises:
+    `low` gets the 8 it needs, not the 10 it would take with `headroom`. At 5000 rows/s (all
+    20) nothing may go."""
+    plan = lending_plan(rises_every(3600.0), rate=4000.0)
+    assert targets(plan) == {"peer": 16, "low": 8}, plan.reason
+    plan = lending_plan(rises_every(3600.0), rate=5000.0)
+    assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
+
+
+def test_a_round_records_the_rises_of_every_job_it_sees() -> None:
+    """Rounds of `decide` on a job whose input bursts for a minute at 300 s and 1500 s: the
+    policy's own state ends with the rhythm of its rises."""
+    policy = HengeProductPolicy.from_params({"lend_between_rises": True})
+    state = ProductState()
+    for t, rate in steady_with_bursts([300, 1500], 1600):
+        peer = streaming("peer", 20, rate, priority=90.0)
+        _, state = decide(policy, [peer], state, t)
+    rises = state.rises["peer"]
+    assert rises.interval_s == 1200 and rises.last_start_s == at(1500).timestamp()
+    # Off (the default), nothing is recorded.
+    _, state = decide(HengeProductPolicy(), [streaming("peer", 20, 3000.0)], ProductState(), 0)
+    assert state.rises == {}
