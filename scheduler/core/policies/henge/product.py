@@ -691,7 +691,7 @@ class ProductRound:
         else:
             points = [(need, priority) if need is not None else (held, now)]
             if need is not None:
-                points += self.between_rises(job, model, need, top, rho)
+                points += self.between_rises(job, model, need, rho)
         if need is not None and need <= ceiling:
             # A growing job is sized for its ready rate with ``headroom``.
             padded = demand(job, self.s.drain_s, rate=rate * (1 + self.s.headroom))
@@ -732,10 +732,7 @@ class ProductRound:
         is at its peak lends nothing, so jobs of one priority never trade executors on their
         models' noise alone (on `production`, with constant inputs, trading on the whole curve
         took one seed from 0.989 to 0.912 of the oracle, with 37 reverts)."""
-        m = job.metrics
-        if m is None or m.input_rate is None:
-            return []
-        floor = executors_needed(model, job, m.input_rate * (1 + self.s.headroom), rho=rho)
+        floor = self.lending_floor(job, model, rho)
         below = min(need, job.executors)
         if floor is None or floor >= below:
             return []
@@ -747,8 +744,16 @@ class ProductRound:
         counts = sorted({floor + round(span * k / grid) for k in range(grid + 1)})
         return list(zip(counts, predicted_utilities(model, job, counts, rate), strict=True))
 
+    def lending_floor(self, job: JobView, model: JobModel, rho: float) -> int | None:
+        """The fewest executors ``job``, meeting its SLO, may lend down to: what its input of the
+        moment needs with ``headroom`` (``None`` without an input, or when no count does)."""
+        rate = job.metrics.input_rate if job.metrics is not None else None
+        if rate is None:
+            return None
+        return executors_needed(model, job, rate * (1 + self.s.headroom), rho=rho)
+
     def between_rises(
-        self, job: JobView, model: JobModel, need: int, top: int, rho: float
+        self, job: JobView, model: JobModel, need: int, rho: float
     ) -> list[tuple[int, float]]:
         """What ``job``, meeting its SLO and of at least every missing job's priority, may
         lend below its ``need`` at its recent peak: the count its input of the moment needs with
@@ -766,7 +771,7 @@ class ProductRound:
         chance = chance_within(rises, self.now_s, 2 * self.s.quiesce_s)
         if chance >= 1.0:
             return []
-        floor = executors_needed(model, job, m.input_rate * (1 + self.s.headroom), top, rho)
+        floor = self.lending_floor(job, model, rho)
         if floor is None or floor >= need:
             return []
         return [(floor, job.priority * (1.0 - chance))]
