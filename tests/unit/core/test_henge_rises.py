@@ -153,6 +153,15 @@ def test_lending_between_rises_stops_at_what_the_input_of_the_moment_needs() -> 
     assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
 
 
+def test_a_dip_of_one_round_lends_no_more_than_the_input_of_the_last_quiesce_needs() -> None:
+    """At 3000 rows/s now but 4000 rows/s 30 s ago (within `quiesce_s`), `peer` lends down to
+    the 16 executors 4000 rows/s needs with `headroom`, not to the 12 of the dip."""
+    now = at(0).timestamp()
+    dipped = Rises(((now - 30, 4000.0), (now - 10, 3000.0)), False, now - 300, 1200.0)
+    plan = lending_plan(dipped)
+    assert targets(plan) == {"peer": 16, "low": 8}, plan.reason
+
+
 def test_a_round_records_the_rises_of_every_job_it_sees() -> None:
     """Rounds of `decide` on a job whose input bursts for a minute at 300 s and 1500 s: the
     policy's own state ends with the rhythm of its rises."""
@@ -163,6 +172,10 @@ def test_a_round_records_the_rises_of_every_job_it_sees() -> None:
         _, state = decide(policy, [peer], state, t)
     rises = state.rises["peer"]
     assert rises.interval_s == 1200 and rises.last_start_s == at(1500).timestamp()
-    # Off (the default), nothing is recorded.
-    _, state = decide(HengeProductPolicy(), [streaming("peer", 20, 3000.0)], ProductState(), 0)
+    # Off, nothing is recorded.
+    off = HengeProductPolicy.from_params({"lend_between_rises": False})
+    _, state = decide(off, [streaming("peer", 20, 3000.0)], ProductState(), 0)
     assert state.rises == {}
+    # On by default.
+    _, state = decide(HengeProductPolicy(), [streaming("peer", 20, 3000.0)], ProductState(), 0)
+    assert set(state.rises) == {"peer"}

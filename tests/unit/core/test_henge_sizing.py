@@ -196,6 +196,46 @@ def test_model_keeps_its_row_cost_through_windows_that_a_batch_outlasts() -> Non
     assert read is not None and read.row_cost_s < COST
 
 
+def test_a_row_cost_set_too_high_comes_down_through_windows_that_a_batch_outlasts() -> None:
+    # The cost kept through windows a batch outlasts is the one read before them. Cut to one
+    # core, a job read three times its cost from a window whose busy time counted a batch
+    # still running at its end; the batches ending in the windows that followed show what a
+    # row costs at most.
+    slo = SLO(latency_ms=2000.0)
+    behind = model_job(1, 1000.0, slo)
+    assert behind.metrics is not None
+    inflated = JobModel(3 * COST, OVERHEAD, None, 10, None)
+    batch_rows = 60_000.0
+    batch_s = OVERHEAD + batch_rows * COST
+    ended = replace(
+        behind.metrics,
+        processed_rate=batch_rows / 60.0,
+        busy_core_s=60.0,
+        seconds=60.0,
+        mean_batch_s=batch_s,
+        mean_batch_rows=batch_rows,
+        trigger_interval_s=None,
+        batch_overhead_s=None,
+        behind_fraction=1.0,
+    )
+    model = inflated
+    for k in range(20):
+        view = replace(behind, metrics=ended, last_report_at=at(100 + 60 * k))
+        model = observe(model, view, 0.3)  # type: ignore[assignment]
+    assert model.row_cost_s == pytest.approx(COST, rel=0.01)
+    assert model.executors == 1 and model.count_since == at(40).timestamp()
+    # Until the count has held for the window and a batch, a batch ending in the window may
+    # have begun on other cores: it bounds nothing, and the cost is kept. A window whose
+    # reports ran on two counts starts the wait again.
+    cut = inflated._replace(executors=8, count_since=at(0).timestamp())
+    for seconds, steady, kept_s in [(100, True, 40), (220, True, 40), (280, False, 280)]:
+        view = replace(behind, metrics=replace(ended, steady=steady), last_report_at=at(seconds))
+        kept = observe(cut, view, 0.3)
+        assert kept is not None and kept.row_cost_s == pytest.approx(3 * COST)
+        assert kept.count_since == at(kept_s).timestamp()
+        cut = kept
+
+
 def test_model_folds_each_report_once() -> None:
     view = model_job(4, 4000.0, SLO(latency_ms=2000.0))
     once = observe(None, view, 0.3)

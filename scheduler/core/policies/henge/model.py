@@ -4,7 +4,7 @@ A Structured Streaming job runs micro-batches. The model has three numbers:
 
 - ``row_cost_s``: busy core-seconds per processed row (``capacity × cores / processed rate``),
   the inverse of "rows per busy core-second"; once known, not read from a window its batches
-  outlast;
+  outlast, and then lowered to what the batches ending in it allow when that is less;
 - ``overhead_s``: the fixed part of a batch's duration (planning, commit, scheduling):
   ``batch duration − rows per batch × row cost / cores``;
 - ``trigger_s``: the configured trigger interval, seen when batches leave idle gaps between
@@ -47,12 +47,25 @@ class JobModel(NamedTuple):
     windows: int
     last_report: float | None
     """POSIX time of the newest report folded in (a report is folded in once)."""
+    executors: int | None = None
+    """The executor count of the newest window folded in."""
+    count_since: float | None = None
+    """POSIX time since which every report has run on that count, as far as the windows show
+    (``None``: not known)."""
 
 
 def models_from_json(data: Any) -> dict[str, JobModel]:
     """Per-job models from their stored form (each a list of its fields, as ``list(model)``)."""
     return {
-        str(k): JobModel(float(v[0]), _optional(v[1]), _optional(v[2]), int(v[3]), _optional(v[4]))
+        str(k): JobModel(
+            float(v[0]),
+            _optional(v[1]),
+            _optional(v[2]),
+            int(v[3]),
+            _optional(v[4]),
+            int(v[5]) if len(v) > 5 and v[5] is not None else None,
+            _optional(v[6]) if len(v) > 6 else None,
+        )
         for k, v in (data or {}).items()
     }
 
@@ -113,6 +126,45 @@ def _outlasts_window(m: JobMetrics) -> bool:
     return seconds is not None and seconds > 0 and batch_s is not None and batch_s >= seconds
 
 
+def _count_since(
+    previous: JobModel | None, m: JobMetrics, executors: int, stamp: float | None
+) -> float | None:
+    """When the job's reports began to run on ``executors``, as far as the windows show: kept
+    while the count stays, else the start of a window whose reports all ran on it, else (the
+    count changed inside the window) its end."""
+    if stamp is None:
+        return None
+    if not m.steady:
+        return stamp
+    if (
+        previous is not None
+        and previous.executors == executors
+        and previous.count_since is not None
+    ):
+        return previous.count_since
+    return stamp - m.seconds if m.seconds else stamp
+
+
+def _whole_batch_bound(m: JobMetrics, cores: float, held_s: float | None) -> float:
+    """The most a row can cost by the batches that ended in the window, when they ran wholly on
+    ``cores`` (the count has held ``held_s`` seconds, at least the window and a batch): a batch
+    holds at most the job's usable cores for its duration. ``inf`` when that is not known.
+
+    The cost kept through windows a batch outlasts is the one read before them; if that one was
+    too high, it would stay so while the batches are long, and a model that predicts no utility
+    is never found wrong by a job that earns none. A job cut from 15 executors to one read three
+    times its cost from a window whose busy time counted a batch still running at its end (its
+    rows not yet), then kept it for hours: its model found no count that met its SLO. A batch
+    that began before the count changed ran partly on other cores, and would bound nothing (a
+    job cut from many executors to one finished a batch of 1.5 million rows in 215 s)."""
+    batch_s, rows, seconds = m.mean_batch_s, m.mean_batch_rows, m.seconds
+    if batch_s is None or not rows or rows <= 0 or held_s is None or seconds is None:
+        return math.inf
+    if held_s < seconds + batch_s:
+        return math.inf
+    return batch_s * cores / rows
+
+
 def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel | None:
     """``previous`` updated with the job's current window (unchanged if it has nothing new)."""
     m = job.metrics
@@ -140,8 +192,10 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
         cost = m.busy_core_s / (rate * m.seconds)
     else:
         cost = capacity * all_cores / rate
+    since = _count_since(previous, m, executors, stamp)
     if previous is not None and _outlasts_window(m):
-        cost = previous.row_cost_s
+        held_s = stamp - since if stamp is not None and since is not None else None
+        cost = min(previous.row_cost_s, _whole_batch_bound(m, cores, held_s))
     overhead: float | None = None
     trigger: float | None = None
     # Batch timing is read only from windows on one executor count (batches on another count
@@ -161,13 +215,15 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
         elif not paced and not _behind(m):
             trigger = 0.0
     if previous is None:
-        return JobModel(cost, overhead, trigger, 1, stamp)
+        return JobModel(cost, overhead, trigger, 1, stamp, executors, since)
     return JobModel(  # (positional: a round folds in a window of every job)
         previous.row_cost_s + alpha * (cost - previous.row_cost_s),
         _blend(previous.overhead_s, overhead, alpha),
         _blend(previous.trigger_s, trigger, alpha),
         previous.windows + 1,
         stamp,
+        executors,
+        since,
     )
 
 

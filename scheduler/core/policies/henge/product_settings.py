@@ -75,14 +75,13 @@ class ProductSettings:
     report window has passed; off: always wait ``quiesce_s``."""
     give_back: bool = True
     """Take back executors a job has not needed for ``stabilization_s``."""
-    lend_between_rises: bool = False
+    lend_between_rises: bool = True
     """A job meeting its SLO whose priority is at least every missing job's may lend what it
-    keeps for its recent peak, down to what its input of the moment needs with ``headroom``,
-    valued at its priority times the chance that its input does not rise by more than
-    ``headroom`` (within ``quiesce_s``) in the next ``2 × quiesce_s``, the time lent executors
-    take to come back (read from how often it lately has); off: it keeps what its peak needs.
-    Off by default: a job lending down to what a dip of its input needs can fall behind a
-    backlog its model then cannot size (docs/benchmarks.md, "Six more")."""
+    keeps for its recent peak, down to what its highest input of the last ``quiesce_s`` needs
+    with ``headroom``, valued at its priority times the chance that its input does not rise by
+    more than ``headroom`` (within ``quiesce_s``) in the next ``2 × quiesce_s``, the time lent
+    executors take to come back (read from how often it lately has); off: it keeps what its
+    peak needs."""
 
     def __post_init__(self) -> None:
         require(self.quiesce_s >= 0, "quiesce_s must be >= 0")

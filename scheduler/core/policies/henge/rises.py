@@ -65,6 +65,14 @@ def chance_within(rises: Rises | None, now_s: float, span_s: float) -> float:
     return 1.0 if between <= span_s else span_s / between
 
 
+def highest(rises: Rises) -> float:
+    """The highest input of the rounds within the span."""
+    top = 0.0
+    for _, rate in rises.recent:
+        top = max(top, rate)
+    return top
+
+
 def dump_rises(rises: Rises) -> list[Any]:
     return [[list(p) for p in rises.recent], rises.rising, rises.last_start_s, rises.interval_s]
 
