@@ -20,9 +20,14 @@ from scheduler.core.policies.henge.product_state import ProductState
 from scheduler.core.policy import build_settings
 
 NAME = "utilitarian"
-WITHOUT_STATE_MACHINE: Mapping[str, Any] = {"quiesce_s": 0.0, "stabilization_s": 0.0}
+WITHOUT_STATE_MACHINE: Mapping[str, Any] = {
+    "quiesce_s": 0.0,
+    "stabilization_s": 0.0,
+    "lend_between_rises": False,
+}
 """Overrides that take away the waiting: a move is followed by the next one at once, and a
-surplus is given back in the round it appears."""
+surplus is given back in the round it appears. (With no quiesce no rise is ever seen, so no
+rises are counted either.)"""
 
 
 class UtilitarianPolicy(HengeProductPolicy):

@@ -4,7 +4,7 @@ A Structured Streaming job runs micro-batches. The model has three numbers:
 
 - ``row_cost_s``: busy core-seconds per processed row (``capacity × cores / processed rate``),
   the inverse of "rows per busy core-second"; once known, not read from a window its batches
-  outlast, and then lowered to what the batches ending in it allow when that is less;
+  outlast, and then moved down toward what the batches ending in it allow when that is less;
 - ``overhead_s``: the fixed part of a batch's duration (planning, commit, scheduling):
   ``batch duration − rows per batch × row cost / cores``;
 - ``trigger_s``: the configured trigger interval, seen when batches leave idle gaps between
@@ -156,7 +156,7 @@ def _whole_batch_bound(m: JobMetrics, cores: float, held_s: float | None) -> flo
     times its cost from a window whose busy time counted a batch still running at its end (its
     rows not yet), then kept it for hours: its model found no count that met its SLO. A batch
     that began before the count changed ran partly on other cores, and would bound nothing (a
-    job cut from many executors to one finished a batch of 1.5 million rows in 215 s)."""
+    job cut from many executors to one finished a batch of 1.56 million rows in 215 s)."""
     batch_s, rows, seconds = m.mean_batch_s, m.mean_batch_rows, m.seconds
     if batch_s is None or not rows or rows <= 0 or held_s is None or seconds is None:
         return math.inf
