@@ -771,10 +771,12 @@ class ProductRound:
         if not self.s.lend_between_rises or m is None or not m.input_rate:
             return []
         rises = self.state.rises.get(job.job_id)
+        if rises is None:
+            return []
         # Lent executors come back after the move that lent them is judged (up to a quiesce)
         # and the move returning them has run (its executors start within another).
         chance = chance_within(rises, self.now_s, 2 * self.s.quiesce_s)
-        if chance >= 1.0 or rises is None:
+        if chance >= 1.0:
             return []
         # Down to what the input of the last quiesce needs, not a dip of one round: a gold job
         # of the real-time trace lent 8 of its 17 executors down to what such a dip needed,
