@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import NamedTuple
 
 from scheduler.core.slo import SLO
 
@@ -51,6 +52,15 @@ class WindowValues:
     """Rows per second of batches that finished in the stretch."""
 
 
+class BatchFit(NamedTuple):
+    """Batch duration against rows, fitted by least squares over a window's batches."""
+
+    overhead_s: float
+    """The intercept: the fixed part of a batch's duration (at least 0)."""
+    row_s: float
+    """The slope: seconds a batch lasts per row, on the cores it ran on."""
+
+
 @dataclass(frozen=True)
 class JobMetrics(WindowValues):
     """A job's performance over the sliding window, as computed from its reports."""
@@ -63,9 +73,9 @@ class JobMetrics(WindowValues):
     """Mean micro-batch duration."""
     mean_batch_rows: float | None = None
     """Mean rows per micro-batch."""
-    batch_overhead_s: float | None = None
-    """The fixed part of a batch's duration, fitted over the window's batches (duration against
-    rows), when their sizes vary enough to tell it from the per-row part."""
+    batch_fit: BatchFit | None = None
+    """Batch duration against rows over the window's batches, when their sizes vary enough to
+    tell the fixed part from the per-row part."""
     trigger_interval_s: float | None = None
     """Mean time between micro-batch starts (the effective trigger interval), read within each
     report's list of batches (a report may list only its latest ones)."""

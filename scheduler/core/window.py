@@ -29,7 +29,7 @@ from scheduler.core.latency import (
     pooled_trigger_interval_s,
     report_latency_ms,
 )
-from scheduler.core.model import JobMetrics, WindowValues
+from scheduler.core.model import BatchFit, JobMetrics, WindowValues
 from scheduler.core.report import BatchReport, Report
 from scheduler.core.slo import SLO, utility
 
@@ -226,9 +226,9 @@ SPREAD = 1.5
 """Batch sizes must span this factor (largest over smallest) to fit the per-batch overhead."""
 
 
-def batch_overhead_s(batches: Sequence[BatchReport]) -> float | None:
-    """The intercept of batch duration against rows (least squares), or ``None`` when fewer
-    than three batches or sizes too alike to separate the fixed part from the per-row part."""
+def batch_fit(batches: Sequence[BatchReport]) -> BatchFit | None:
+    """Batch duration against rows by least squares, or ``None`` when fewer than three batches
+    or sizes too alike to separate the fixed part from the per-row part."""
     sized = [(b.rows, b.duration_s) for b in batches if b.rows > 0]
     if len(sized) < 3:
         return None
@@ -240,7 +240,7 @@ def batch_overhead_s(batches: Sequence[BatchReport]) -> float | None:
     mean_s = sum(d for _, d in sized) / n
     spread = sum((r - mean_rows) ** 2 for r in rows)
     slope = sum((r - mean_rows) * (d - mean_s) for r, d in sized) / spread
-    return max(0.0, mean_s - slope * mean_rows)
+    return BatchFit(max(0.0, mean_s - slope * mean_rows), slope)
 
 
 def window_metrics(
@@ -300,7 +300,7 @@ def window_metrics(
         busy_core_s=busy_ms / 1000.0,
         mean_batch_s=mean_batch_s,
         mean_batch_rows=sum(b.rows for b in batches) / len(batches) if batches else None,
-        batch_overhead_s=batch_overhead_s(batches),
+        batch_fit=batch_fit(batches),
         trigger_interval_s=pooled_trigger_interval_s([r.batches for r in inside]),
         behind_fraction=_behind_fraction(inside, baseline, behind_epsilon),
         executors_reported=latest.executors,

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduler.core.model import (
+    BatchFit,
     ClusterView,
     JobMetrics,
     JobStatus,
@@ -182,5 +183,5 @@ def spark_metrics(
         executors_reported=executors,
         windows=6,
         # As fitted from batches of varied sizes (window metrics), whether or not it keeps up.
-        batch_overhead_s=overhead,
+        batch_fit=BatchFit(overhead, cost / cores),
     )

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from scheduler.core.model import ActionKind, ClusterState, JobView
+from scheduler.core.model import ActionKind, BatchFit, ClusterState, JobView
 from scheduler.core.policies.henge import (
     Configuration,
     HengeSettings,
@@ -182,7 +182,7 @@ def test_model_keeps_its_row_cost_through_windows_that_a_batch_outlasts() -> Non
             mean_batch_s=batch_s if ended else None,
             mean_batch_rows=batch_rows if ended else None,
             trigger_interval_s=None,
-            batch_overhead_s=None,
+            batch_fit=None,
             behind_fraction=1.0,
         )
         view = replace(behind, metrics=metrics, last_report_at=at(100 + 60 * k))
@@ -215,7 +215,7 @@ def test_a_row_cost_set_too_high_comes_down_through_windows_that_a_batch_outlast
         mean_batch_s=batch_s,
         mean_batch_rows=batch_rows,
         trigger_interval_s=None,
-        batch_overhead_s=None,
+        batch_fit=None,
         behind_fraction=1.0,
     )
     model = inflated
@@ -234,6 +234,29 @@ def test_a_row_cost_set_too_high_comes_down_through_windows_that_a_batch_outlast
         assert kept is not None and kept.row_cost_s == pytest.approx(3 * COST)
         assert kept.count_since == at(kept_s).timestamp()
         cut = kept
+
+
+def test_model_reads_no_overhead_from_batches_that_did_not_run_on_the_windows_cores() -> None:
+    # Cut to one executor while working off a backlog, a job finishes batches begun on more
+    # cores: their durations against their rows fit a slope far below what a row costs on one
+    # core and an intercept of many seconds, which is no fixed part of a batch. Read as one,
+    # it would put every count above the job's SLO.
+    slo = SLO(latency_ms=2000.0)
+    model = fitted([model_job(4, 1000.0, slo, reported=at(10 * k)) for k in range(3)])
+    assert model.overhead_s == pytest.approx(OVERHEAD)
+    cut = model_job(1, 1000.0, slo, reported=at(100))
+    assert cut.metrics is not None
+    mixed = BatchFit(overhead_s=15.0, row_s=0.3 * COST)  # COST per row on the one core
+    view = replace(cut, metrics=replace(cut.metrics, batch_fit=mixed))
+    kept = observe(model, view, 0.3)
+    assert kept is not None and kept.windows == model.windows + 1
+    assert kept.overhead_s == pytest.approx(OVERHEAD)
+    # A fit whose slope agrees with the row cost is read, whatever its intercept.
+    agreeing = BatchFit(overhead_s=1.5, row_s=1.2 * COST)
+    view = replace(cut, metrics=replace(cut.metrics, batch_fit=agreeing),
+                   last_report_at=at(110))  # fmt: skip
+    read = observe(kept, view, 0.3)
+    assert read is not None and read.overhead_s == pytest.approx(OVERHEAD + 0.3 * (1.5 - OVERHEAD))
 
 
 def test_model_folds_each_report_once() -> None:

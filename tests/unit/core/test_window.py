@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scheduler.core.juice import Edge
 from scheduler.core.report import BatchReport, LatencyReport, Report, SourceReport
 from scheduler.core.slo import SLO, LatencyStat
-from scheduler.core.window import assess_report, batch_overhead_s, select_window, window_metrics
+from scheduler.core.window import assess_report, batch_fit, select_window, window_metrics
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 JUICE_SLO = SLO(juice=1.0)
@@ -270,7 +270,10 @@ def test_the_per_batch_overhead_is_fitted_from_batches_of_varied_sizes() -> None
         BatchReport(start, start + timedelta(seconds=0.35 + rows * 0.002), rows)
         for rows in (100.0, 400.0, 1500.0, 3000.0)
     ]
-    assert batch_overhead_s(batches) == pytest.approx(0.35)
+    fit = batch_fit(batches)
+    assert fit is not None
+    assert fit.overhead_s == pytest.approx(0.35)
+    assert fit.row_s == pytest.approx(0.002)
     alike = [BatchReport(start, start + timedelta(seconds=1.0), 500.0)] * 5
-    assert batch_overhead_s(alike) is None  # the fixed part cannot be told from the rest
-    assert batch_overhead_s(batches[:2]) is None
+    assert batch_fit(alike) is None  # the fixed part cannot be told from the rest
+    assert batch_fit(batches[:2]) is None

@@ -5,8 +5,10 @@ A Structured Streaming job runs micro-batches. The model has three numbers:
 - ``row_cost_s``: busy core-seconds per processed row (``capacity × cores / processed rate``),
   the inverse of "rows per busy core-second"; once known, not read from a window its batches
   outlast, and then moved down toward what the batches ending in it allow when that is less;
-- ``overhead_s``: the fixed part of a batch's duration (planning, commit, scheduling):
-  ``batch duration − rows per batch × row cost / cores``;
+- ``overhead_s``: the fixed part of a batch's duration (planning, commit, scheduling): the
+  intercept of the window's batch durations against their rows, or ``mean batch duration −
+  mean rows per batch × row cost / cores``; once known, not read from a fit whose per-row part
+  disagrees with the row cost;
 - ``trigger_s``: the configured trigger interval, seen when batches leave idle gaps between
   them (``None``: batches run back to back, i.e. no trigger or one shorter than the batches).
 
@@ -25,7 +27,7 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from scheduler.core.model import JobMetrics, JobView
+from scheduler.core.model import BatchFit, JobMetrics, JobView
 from scheduler.core.slo import LatencyStat, meets_slo, utility
 
 _GAP = 0.1
@@ -36,6 +38,10 @@ _KEEPING_UP = 0.99
 
 _GAPS_SEEN = 3
 """Gaps between batch starts a window must span for its mean gap to be read as the trigger."""
+
+_FIT_AGREES = 2.0
+"""How far the per-row part of a fit of batch durations may be from the row cost (a factor)
+for its intercept to be read as the per-batch overhead."""
 
 _QUANTILE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
 
@@ -126,6 +132,20 @@ def _outlasts_window(m: JobMetrics) -> bool:
     return seconds is not None and seconds > 0 and batch_s is not None and batch_s >= seconds
 
 
+def _fit_agrees(fit: BatchFit, row_s: float) -> bool:
+    """Whether the fit of a window's batch durations against their rows costs a row about what
+    the busy time does (``row_s``: the row cost over the usable cores), within
+    :data:`_FIT_AGREES`.
+
+    When it does not, the batches did not all run on the cores the window reports: a batch
+    begun before a cut finishes fast for its rows, executors that register during a batch
+    shorten it. The fit's intercept is then an extrapolation, not a fixed part of a batch:
+    fits of three or four such batches read 17 to 24 s (their per-row part −0.12 to 0.26 times
+    the row cost) for jobs whose batches have 0.35 s of fixed time. An overhead above the SLO
+    sets the job's model aside."""
+    return row_s > 0 and row_s / _FIT_AGREES <= fit.row_s <= row_s * _FIT_AGREES
+
+
 def _count_since(
     previous: JobModel | None, m: JobMetrics, executors: int, stamp: float | None
 ) -> float | None:
@@ -200,13 +220,14 @@ def observe(previous: JobModel | None, job: JobView, alpha: float) -> JobModel |
     trigger: float | None = None
     # Batch timing is read only from windows on one executor count (batches on another count
     # ran on other cores). The per-batch overhead comes from the batches' durations against
-    # their sizes when those vary, else from the means. Batches back to back show there is no
-    # trigger only while the job keeps up (a job working off a backlog runs them back to back
-    # whatever its trigger).
+    # their sizes when those vary and agree with the row cost (else, once known, it is kept),
+    # otherwise from the means. Batches back to back show there is no trigger only while the
+    # job keeps up (a job working off a backlog runs them back to back whatever its trigger).
     if m.mean_batch_s is not None and m.trigger_interval_s and m.steady:
-        if m.batch_overhead_s is not None:
-            overhead = m.batch_overhead_s
-        else:
+        fit = m.batch_fit
+        if fit is not None and _fit_agrees(fit, cost / cores):
+            overhead = fit.overhead_s
+        elif fit is None or previous is None or previous.overhead_s is None:
             rows = m.mean_batch_rows if m.mean_batch_rows else rate * m.trigger_interval_s
             overhead = max(0.0, m.mean_batch_s - rows * cost / cores)
         paced = m.trigger_interval_s > m.mean_batch_s * (1 + _GAP)
