@@ -66,7 +66,10 @@ def test_a_slow_climb_is_a_rise_only_when_it_beats_headroom_within_the_span() ->
 def test_the_chance_of_a_rise_within_the_span() -> None:
     assert chance_within(None, 0.0, SPAN_S) == 1.0
     one = played(steady_with_bursts([300], 1000))
-    assert one.last_start_s == 300 and chance_within(one, 1000, SPAN_S) == 1.0  # no interval yet
+    # One rise only: the time since it stands for the time between rises.
+    assert one.last_start_s == 300 and one.interval_s is None
+    assert chance_within(one, 1000, SPAN_S) == pytest.approx(60 / 700)
+    assert chance_within(one, 330, SPAN_S) == 1.0  # (just begun)
     two = played(steady_with_bursts([300, 1500], 1600))
     assert chance_within(two, 1600, SPAN_S) == pytest.approx(60 / 1200)
     # Longer since the last rise than between rises: the longer time is the better guess.
@@ -108,6 +111,23 @@ def rises_every(interval_s: float, since_s: float = 300.0) -> Rises:
     return Rises(((now - 10, 3000.0),), False, now - since_s, interval_s)
 
 
+def rises_once(since_s: float) -> Rises:
+    """One rise, ``since_s`` ago."""
+    now = at(0).timestamp()
+    return Rises(((now - 10, 3000.0),), False, now - since_s, None)
+
+
+def test_a_job_whose_only_rise_has_long_passed_lends_its_peak_executors() -> None:
+    """`high-min`: after a spike of an hour, two top jobs kept the executors their peak needed
+    while the third, cut during the spike, earned nothing for half an hour. A job
+    that rose once an hour ago has gone at least that long without another: the chance of one
+    within the two quiesces lent executors take to come back is 120 / 3600, so it lends to a
+    job missing its SLO (here of a lower priority)."""
+    plan = lending_plan(rises_once(since_s=3600.0))
+    assert plan.action is ActionKind.RECONFIGURE, plan.reason
+    assert targets(plan) == {"peer": 12, "low": 10}, plan.reason
+
+
 def test_a_job_whose_rises_are_rare_lends_its_peak_executors_to_a_lower_priority() -> None:
     """`bursts-realtime`: bursts of a minute about three times an hour kept the top tier at
     its burst size for the whole hour its peak was remembered, and the lower tier starved.
@@ -122,7 +142,8 @@ def test_a_job_whose_rises_are_rare_lends_its_peak_executors_to_a_lower_priority
 @pytest.mark.parametrize(
     ("rises", "settings"),
     [
-        (None, {}),  # fewer than two rises seen: nothing known of their rhythm
+        (None, {}),  # never seen rising: nothing known of its rhythm
+        (rises_once(since_s=60.0), {}),  # its only rise began a minute ago
         (rises_every(50.0, 10.0), {}),  # a rise every 50 s: one is due before they come back
         (rises_every(1200.0), {"lend_between_rises": False}),
         # A rise every 4 minutes: a chance of 0.5 within the two quiesces, so the 8 executors

@@ -31,7 +31,7 @@ One round, on the jobs ``decide`` counted:
    offers the count its highest input of the last ``quiesce_s`` needs with ``headroom``, valued
    at its priority times the chance that its input does not rise by more than ``headroom``
    (within ``quiesce_s``) in the next ``2 × quiesce_s`` (``lend_between_rises``; none while it
-   has shown fewer than two rises). A job missing its SLO plans with the executors it runs:
+   has never risen). A job missing its SLO plans with the executors it runs:
    those that have waited ``quiesce_s`` for room on the nodes are growth the others make room
    for. Free cores in which the growth finds no room are left out and the allocation solved
    again. If the best allocation raises some job's predicted utility by ``min_gain`` of its

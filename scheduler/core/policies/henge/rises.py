@@ -9,8 +9,10 @@ its reports: a rise begins in a round whose input exceeds ``1 + headroom`` times
 input of the last ``quiesce_s`` (faster than executors follow) after a round that did not. The
 time between the beginnings of rises is a moving average; the chance that the next rise comes
 within a span (the policy uses ``2 × quiesce_s``) is the span over that time, or over the time
-since the last rise when that is longer, and at most 1. A job that has shown fewer than two
-rises has no such time, and keeps what its peak needs.
+since the last rise when that is longer, and at most 1. After one rise only, the time since it
+stands for the time between rises (the next is at least that far off): a job that has never
+risen keeps what its peak needs, and one whose only rise was a spike that has passed may lend
+the executors it kept for it, more readily the longer ago it was.
 """
 
 from __future__ import annotations
@@ -58,10 +60,11 @@ def observe_rise(
 
 
 def chance_within(rises: Rises | None, now_s: float, span_s: float) -> float:
-    """The chance that a rise begins within the next ``span_s`` (1 when unknown)."""
-    if rises is None or rises.interval_s is None or rises.last_start_s is None:
+    """The chance that a rise begins within the next ``span_s`` (1 for a job never seen rising)."""
+    if rises is None or rises.last_start_s is None:
         return 1.0
-    between = max(rises.interval_s, now_s - rises.last_start_s)
+    since = now_s - rises.last_start_s
+    between = since if rises.interval_s is None else max(rises.interval_s, since)
     return 1.0 if between <= span_s else span_s / between
 
 
