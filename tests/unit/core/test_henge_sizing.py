@@ -247,10 +247,16 @@ def test_model_reads_no_overhead_from_batches_that_did_not_run_on_the_windows_co
     cut = model_job(1, 1000.0, slo, reported=at(100))
     assert cut.metrics is not None
     mixed = BatchFit(overhead_s=15.0, row_s=0.3 * COST)  # COST per row on the one core
-    view = replace(cut, metrics=replace(cut.metrics, batch_fit=mixed))
+    # Means that read 3 s of overhead (their batches ran on other cores too): not read either.
+    rows = cut.metrics.mean_batch_rows or 10_000.0
+    means = {"mean_batch_rows": rows, "mean_batch_s": 3.0 + rows * COST}
+    view = replace(cut, metrics=replace(cut.metrics, batch_fit=mixed, **means))
     kept = observe(model, view, 0.3)
     assert kept is not None and kept.windows == model.windows + 1
     assert kept.overhead_s == pytest.approx(OVERHEAD)
+    # A model without an overhead yet has nothing to keep: it reads the means, not the fit.
+    first = observe(None, view, 0.3)
+    assert first is not None and first.overhead_s == pytest.approx(3.0)
     # A fit whose slope agrees with the row cost is read, whatever its intercept.
     agreeing = BatchFit(overhead_s=1.5, row_s=1.2 * COST)
     view = replace(cut, metrics=replace(cut.metrics, batch_fit=agreeing),

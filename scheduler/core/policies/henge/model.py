@@ -6,9 +6,10 @@ A Structured Streaming job runs micro-batches. The model has three numbers:
   the inverse of "rows per busy core-second"; once known, not read from a window its batches
   outlast, and then moved down toward what the batches ending in it allow when that is less;
 - ``overhead_s``: the fixed part of a batch's duration (planning, commit, scheduling): the
-  intercept of the window's batch durations against their rows, or ``mean batch duration −
-  mean rows per batch × row cost / cores``; once known, not read from a fit whose per-row part
-  disagrees with the row cost;
+  intercept of the window's batch durations against their rows when its per-row part agrees
+  with the row cost over the cores, else (or without a fit) ``mean batch duration − mean rows
+  per batch × row cost / cores``, except that a known overhead is kept through a fit that
+  disagrees;
 - ``trigger_s``: the configured trigger interval, seen when batches leave idle gaps between
   them (``None``: batches run back to back, i.e. no trigger or one shorter than the batches).
 
@@ -40,8 +41,8 @@ _GAPS_SEEN = 3
 """Gaps between batch starts a window must span for its mean gap to be read as the trigger."""
 
 _FIT_AGREES = 2.0
-"""How far the per-row part of a fit of batch durations may be from the row cost (a factor)
-for its intercept to be read as the per-batch overhead."""
+"""How far the per-row part of a fit of batch durations may be from the row cost over the usable
+cores (a factor) for its intercept to be read as the per-batch overhead."""
 
 _QUANTILE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
 
