@@ -31,11 +31,11 @@ One round, on the jobs ``decide`` counted:
    offers the count its highest input of the last ``quiesce_s`` needs with ``headroom``, valued
    at its priority times the chance that its input does not rise by more than ``headroom``
    (within ``quiesce_s``) in the next ``2 × quiesce_s`` (``lend_between_rises``; none while it
-   has never risen). A job missing its SLO plans with the executors it runs:
-   those that have waited ``quiesce_s`` for room on the nodes are growth the others make room
-   for. Free cores in which the growth finds no room are left out and the allocation solved
-   again. If the best allocation raises some job's predicted utility by ``min_gain`` of its
-   priority, the move toward it is made at once, several jobs together (a reconfiguration).
+   has never risen). A job missing its SLO plans with the executors it runs: those that have
+   waited ``quiesce_s`` for room on the nodes are growth the others make room for. Free cores
+   in which the growth finds no room are left out and the allocation solved again. If the best
+   allocation raises some job's predicted utility by ``min_gain`` of its priority, the move
+   toward it is made at once, several jobs together (a reconfiguration).
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
