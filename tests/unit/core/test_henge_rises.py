@@ -200,3 +200,54 @@ def test_a_round_records_the_rises_of_every_job_it_sees() -> None:
     # On by default.
     _, state = decide(HengeProductPolicy(), [streaming("peer", 20, 3000.0)], ProductState(), 0)
     assert set(state.rises) == {"peer"}
+
+
+# -- `peak_by_rises`: the peak weighed by the chance of a rise (off by default) -------------------
+
+
+def test_weighed_by_rare_rises_the_peak_of_a_passed_burst_is_lent() -> None:
+    """A rise every 20 minutes: a chance of 0.1 within the two quiesces, so `peer` must be ready
+    for 3000 + 0.1 × 3000 = 3300 rows/s (11 executors) instead of its peak's 20, and `low`
+    takes what its own input needs with `headroom`."""
+    plan = lending_plan(rises_every(1200.0), peak_by_rises=True)
+    assert plan.action is ActionKind.RECONFIGURE, plan.reason
+    assert targets(plan) == {"peer": 11, "low": 10}, plan.reason
+
+
+def test_weighed_by_frequent_rises_most_of_the_peak_is_kept() -> None:
+    """A rise every 4 minutes: a chance of 0.5, so `peer` must be ready for 4500 rows/s (15
+    executors, worth its whole priority). Below that, the count its input of the last quiesce
+    needs with `headroom` (12) is worth 45 to it, more than `low` (40) would gain: `low` gets
+    the 4 it needs from the 5 above 15, and no `headroom`. (Unweighed, nothing moves: see
+    `test_a_job_keeps_its_peak_executors_unless_its_rises_are_known_and_rare`.)"""
+    plan = lending_plan(rises_every(240.0, 10.0), low_priority=40.0, peak_by_rises=True)
+    assert plan.action is ActionKind.RECONFIGURE, plan.reason
+    assert targets(plan) == {"peer": 15, "low": 8}, plan.reason
+    unweighed = lending_plan(rises_every(240.0, 10.0), low_priority=40.0)
+    assert unweighed.action is ActionKind.NONE and not unweighed.changes, unweighed.reason
+
+
+def test_weighed_by_rises_the_peak_is_never_below_the_input_now() -> None:
+    """Rises once an hour (a chance of 1/30): at 4000 rows/s now `peer` keeps what
+    4000 + 2000 / 30 rows/s need (14); at 5000 rows/s, 17 for 5033 rows/s, and `low` gets the
+    3 left (it needs 4 more: closer)."""
+    plan = lending_plan(rises_every(3600.0), rate=4000.0, peak_by_rises=True)
+    assert targets(plan) == {"peer": 14, "low": 10}, plan.reason
+    plan = lending_plan(rises_every(3600.0), rate=5000.0, peak_by_rises=True)
+    assert targets(plan) == {"peer": 17, "low": 7}, plan.reason
+
+
+@pytest.mark.parametrize(
+    ("rises", "settings"),
+    [
+        (None, {}),  # never seen rising: the whole peak
+        (rises_every(50.0, 10.0), {}),  # a rise due before executors could come back
+        (rises_every(1200.0), {"lend_between_rises": False}),  # rises not counted
+    ],
+)
+def test_weighed_by_rises_a_job_whose_rises_are_unknown_or_due_keeps_its_whole_peak(
+    rises: Rises | None, settings: dict[str, object]
+) -> None:
+    plan = lending_plan(rises, peak_by_rises=True, **settings)
+    assert plan.action is ActionKind.NONE and not plan.changes, plan.reason
+    assert "missing their SLO: low" in plan.reason

@@ -82,6 +82,14 @@ class ProductSettings:
     more than ``headroom`` (within ``quiesce_s``) in the next ``2 × quiesce_s``, the time lent
     executors take to come back (read from how often it lately has); off: it keeps what its
     peak needs."""
+    peak_by_rises: bool = False
+    """The input a job must be ready for (at which its counts are valued, its need read and its
+    growth sized) is its input now plus what its recent peak is above it times the same chance
+    of a rise within ``2 × quiesce_s`` (the whole peak while that chance is unknown); off: its
+    recent peak. On, a job whose bursts are rare keeps little of a passed burst's size, and
+    jobs whose input rises every minute or two lend more and take it back more often (see
+    ``docs/benchmarks.md``, "Weighing the peak by the chance of a rise"). Needs
+    ``lend_between_rises``, which counts the rises."""
 
     def __post_init__(self) -> None:
         require(self.quiesce_s >= 0, "quiesce_s must be >= 0")
