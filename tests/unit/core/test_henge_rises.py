@@ -228,9 +228,12 @@ def test_weighed_by_frequent_rises_most_of_the_peak_is_kept() -> None:
 
 
 def test_weighed_by_rises_the_peak_is_never_below_the_input_now() -> None:
-    """Rises once an hour (a chance of 1/30): at 4000 rows/s now `peer` keeps what
-    4000 + 2000 / 30 rows/s need (14); at 5000 rows/s, 17 for 5033 rows/s, and `low` gets the
-    3 left (it needs 4 more: closer)."""
+    """Rises once an hour, the last 300 s ago, and this round's input (4000 or 5000 rows/s
+    against 3000 a round ago) begins another: the time between rises averages to
+    3600 + 0.3 × (300 − 3600) = 2610 s, a chance of 120 / 2610 = 0.046. At 4000 rows/s `peer`
+    keeps what 4000 + 0.046 × 2000 = 4092 rows/s need (14) and `low` takes the rest with
+    `headroom`; at 5000 rows/s, 17 for 5046 rows/s, and `low` gets the 3 left (it needs 4 more:
+    closer). Never below what the input now needs (13 and 16)."""
     plan = lending_plan(rises_every(3600.0), rate=4000.0, peak_by_rises=True)
     assert targets(plan) == {"peer": 14, "low": 10}, plan.reason
     plan = lending_plan(rises_every(3600.0), rate=5000.0, peak_by_rises=True)

@@ -637,10 +637,10 @@ class ProductRound:
         now = job.utility
         meets = meets_slo(now, priority)
         model = self.trusted(job)
-        # Worth is judged at the input the job must be ready for: its recent peak (a count that
-        # meets the SLO only at a passing dip would miss it again before the next move could
-        # help). A backlog is transient, so it only raises the target a growing job is sized
-        # for (below), never what its executors are worth.
+        # Worth is judged at the input the job must be ready for: its recent peak, weighed with
+        # `peak_by_rises` (a count that meets the SLO only at a passing dip would miss it again
+        # before the next move could help). A backlog is transient, so it only raises the
+        # target a growing job is sized for (below), never what its executors are worth.
         rate = self.ready_rate(job)
         top = upper_bound(job)
         held = job.executors
@@ -724,8 +724,9 @@ class ProductRound:
         self, job: JobView, model: JobModel, rate: float, need: int, rho: float
     ) -> list[tuple[int, float]]:
         """The counts ``job``, meeting its SLO while a job of its priority misses, offers below
-        its ``need`` at its recent peak input ``rate`` (and below what it holds): down to what
-        its input of the moment needs with ``headroom``, valued at that peak like any donor's.
+        its ``need`` at the input ``rate`` it must be ready for (:meth:`ready_rate`; its recent
+        peak unless ``peak_by_rises``) and below what it holds: down to what its input of the
+        moment needs with ``headroom``, valued at that rate like any donor's.
         A job of the same priority is worth as much, and it misses now, while the executors
         kept for the peak pay only if the peak comes back before they could be moved back.
         The solver weighs them like any donor's, so a job of lower priority that misses too

@@ -87,9 +87,11 @@ class ProductSettings:
     growth sized) is its input now plus what its recent peak is above it times the same chance
     of a rise within ``2 × quiesce_s`` (the whole peak while that chance is unknown); off: its
     recent peak. On, a job whose bursts are rare keeps little of a passed burst's size, and
-    jobs whose input rises every minute or two lend more and take it back more often (see
-    ``docs/benchmarks.md``, "Weighing the peak by the chance of a rise"). Needs
-    ``lend_between_rises``, which counts the rises."""
+    jobs whose input rises every few minutes lend more and take it back more often (see
+    ``docs/benchmarks.md``, "Weighing the peak by the chance of a rise"); a job whose rises come
+    ``2 × quiesce_s`` apart or closer keeps its whole peak. Give-backs still keep what the whole
+    peak needs. Without ``lend_between_rises`` no rises are counted, and the whole peak is
+    kept."""
 
     def __post_init__(self) -> None:
         require(self.quiesce_s >= 0, "quiesce_s must be >= 0")
