@@ -775,9 +775,7 @@ class ProductRound:
         rises = self.state.rises.get(job.job_id)
         if rises is None:
             return []
-        # Lent executors come back after the move that lent them is judged (up to a quiesce)
-        # and the move returning them has run (its executors start within another).
-        chance = chance_within(rises, self.now_s, 2 * self.s.quiesce_s)
+        chance = self.rise_chance(job)
         if chance >= 1.0:
             return []
         # Down to what the input of the last quiesce needs, not a dip of one round: a gold job
@@ -815,7 +813,7 @@ class ProductRound:
         remembered what the job needs only if the next burst comes before executors could be
         moved back: a job of lower priority could earn with them meanwhile (`bursts-realtime`,
         a minute-long burst three times an hour: 0.862 → 0.934 of the oracle with the setting
-        on). An input that rises every minute or two keeps most of its peak."""
+        on). A job whose rises come ``2 × quiesce_s`` apart or closer keeps its whole peak."""
         rate = job.metrics.input_rate if job.metrics is not None else None
         if rate is None:
             return None
@@ -824,8 +822,15 @@ class ProductRound:
             return rate
         if not self.s.peak_by_rises:
             return peak[0]
-        chance = chance_within(self.state.rises.get(job.job_id), self.now_s, 2 * self.s.quiesce_s)
-        return rate + chance * (peak[0] - rate)
+        return rate + self.rise_chance(job) * (peak[0] - rate)
+
+    def rise_chance(self, job: JobView) -> float:
+        """The chance that the input of ``job`` rises by more than ``headroom`` before
+        executors lent now could come back (1 for a job never seen rising)."""
+        # Lent executors come back after the move that lent them is judged (up to a quiesce)
+        # and the move returning them has run (its executors start within another).
+        rises = self.state.rises.get(job.job_id)
+        return chance_within(rises, self.now_s, 2 * self.s.quiesce_s)
 
     def untrusted_target(self, job: JobView) -> int | None:
         """Eq. 2.4's step, and at least the executors the job registered with; ``None`` while
