@@ -24,10 +24,12 @@ WITHOUT_STATE_MACHINE: Mapping[str, Any] = {
     "quiesce_s": 0.0,
     "stabilization_s": 0.0,
     "lend_between_rises": False,
+    "backlog_debt": 0.0,
 }
 """Overrides that take away the waiting: a move is followed by the next one at once, and a
 surplus is given back in the round it appears. (With no quiesce no rise is ever seen, so no
-rises are counted either.)"""
+rises are counted either.) A cut costs the utility it loses while it lasts, as Cilantro
+values an allocation, not the backlog it builds."""
 
 
 class UtilitarianPolicy(HengeProductPolicy):

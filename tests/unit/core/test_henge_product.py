@@ -600,3 +600,37 @@ def test_a_lender_offers_only_counts_below_what_it_holds() -> None:
     assert executors_needed(model, views[1], 6000.0, rho=rho) == 20
     counts = [n for n, _ in round_.lent(views[1], model, 6000.0, 20, rho)]
     assert counts and min(counts) == 12 and max(counts) == 13, counts
+
+
+def test_a_cut_comes_from_the_donor_it_leaves_the_least_behind() -> None:
+    # hi misses (needs 13) on a full cluster, and either donor, each at its need, loses its
+    # SLO if it gives the 9 cores: `far` (priority 10) is then left with 4 of the 8 cores
+    # its input needs to keep up, `near` (12) with 11 of 12.5. The rows a donor falls behind
+    # on are a backlog it must work off later, missing its SLO again: charged for them, the
+    # cut of `far` costs 10 + 10 x 0.5, more than the one of `near`, 12 + 12 x 0.12.
+    hi = streaming("hi", 4, 4000.0, priority=90.0)
+    far = streaming("far", 13, 4000.0)
+    near = streaming("near", 20, 6250.0, priority=12.0)
+    jobs = [hi, far, near]
+    state = ProductState(models=fitted(jobs))
+    plan, _ = decide(HengeProductPolicy(), jobs, state, 0, free=0.0)
+    moved = targets(plan)
+    assert moved["hi"] >= 13 and moved["near"] < 20 and "far" not in moved
+
+    # Uncharged, a cut costs only the donor's utility, and the lower priority gives way.
+    uncharged = HengeProductPolicy(ProductSettings(backlog_debt=0.0))
+    moved = targets(decide(uncharged, jobs, state, 0, free=0.0)[0])
+    assert moved["hi"] >= 13 and moved["far"] < 13 and "near" not in moved
+
+
+def test_the_backlog_a_cut_would_build_is_charged_at_the_share_of_input_left_behind() -> None:
+    far = streaming("far", 13, 4000.0)
+    models = fitted([far])
+    settings = ProductSettings(backlog_debt=2.0)
+    round_ = ProductRound(settings, snapshot([far], when=at(0)), ProductState(models=models), at(0))
+    points = [(4, 0.0), (10, 0.0), (13, 10.0), (15, 10.0)]
+    charged = dict(round_.with_debt(far, models["far"], points))
+    # 4 executors process half of the 4000 rows/s (8 cores' worth): 2 x 10 x 0.5.
+    assert charged[4] == pytest.approx(-10.0)
+    assert charged[10] == 0.0  # keeps up: no backlog, nothing charged
+    assert charged[13] == 10.0 and charged[15] == 10.0  # held and above: never charged

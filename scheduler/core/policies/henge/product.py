@@ -34,9 +34,12 @@ One round, on the jobs ``decide`` counted:
    (within ``quiesce_s``) in the next ``2 × quiesce_s`` (``lend_between_rises``; none while it
    has never risen). A job missing its SLO plans with the executors it runs: those that have
    waited ``quiesce_s`` for room on the nodes are growth the others make room for. Free cores
-   in which the growth finds no room are left out and the allocation solved again. If the best
-   allocation raises some job's predicted utility by ``min_gain`` of its priority, the move
-   toward it is made at once, several jobs together (a reconfiguration).
+   in which the growth finds no room are left out and the allocation solved again. A count below
+   what a job with a model holds is charged ``backlog_debt`` times its priority for each share of
+   its input now that it would leave unprocessed beyond what the job already leaves (a backlog
+   to work off later, missing its SLO again). If the best allocation raises some job's
+   predicted utility by ``min_gain`` of its priority, the move toward it is made at once,
+   several jobs together (a reconfiguration).
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -68,6 +71,7 @@ from scheduler.core.policies.henge.allocate import (
 from scheduler.core.policies.henge.model import (
     JobModel,
     observe,
+    predict,
     predicted_utilities,
     predicted_utility,
     sizes,
@@ -718,7 +722,25 @@ class ProductRound:
         # One of the same priority as the highest missing lends what it keeps for its peak.
         if meets and cuts and need is not None and priority == self._top_missing:
             kept += [(n, min(v, current)) for n, v in self.lent(job, model, rate, need, rho)]
-        return Offer.of(job, kept)
+        return Offer.of(job, self.with_debt(job, model, kept))
+
+    def with_debt(
+        self, job: JobView, model: JobModel, points: list[tuple[int, float]]
+    ) -> list[tuple[int, float]]:
+        """``points`` with each count below what ``job`` holds charged ``backlog_debt`` times
+        its priority for each share of its input now that the cut would leave unprocessed
+        beyond what its allocation already leaves (:class:`ProductSettings`)."""
+        rate = job.metrics.input_rate if job.metrics is not None else None
+        weight = self.s.backlog_debt * job.priority
+        held = job.executors
+        if not rate or weight <= 0 or not any(n < held for n, _ in points):
+            return points
+        now = predict(model, job, held, rate)[0]  # the share of its input it processes
+        charged = []
+        for n, value in points:
+            juice = predict(model, job, n, rate)[0] if n < held else now
+            charged.append((n, value - weight * (now - juice) if juice < now else value))
+        return charged
 
     def lent(
         self, job: JobView, model: JobModel, rate: float, need: int, rho: float

@@ -93,6 +93,14 @@ class ProductSettings:
     peak needs. Without ``lend_between_rises`` no rises are counted, and the whole peak is
     kept."""
 
+    backlog_debt: float = 1.0
+    """A cut that leaves a job processing less of its input than it does now also costs its
+    priority times the share of its input it would leave unprocessed, times this: the rows it
+    falls behind on build a backlog that it must work off once its executors are back, missing
+    its SLO meanwhile. 1 counts that time once, as if the backlog were worked off at the pace
+    it was built; 0: a cut costs only the utility the job loses while it lasts. Jobs without a
+    trusted model are not weighed so (their capacity is unknown)."""
+
     def __post_init__(self) -> None:
         require(self.quiesce_s >= 0, "quiesce_s must be >= 0")
         require(0 <= self.min_gain <= 1, "min_gain must be in [0, 1]")
@@ -110,3 +118,4 @@ class ProductSettings:
         require(0 < self.model_alpha <= 1, "model_alpha must be in (0, 1]")
         require(self.model_max_error >= 0, "model_max_error must be >= 0")
         require(0 <= self.priority_epsilon < 0.01, "priority_epsilon must be in [0, 0.01)")
+        require(self.backlog_debt >= 0, "backlog_debt must be >= 0")
