@@ -604,10 +604,11 @@ def test_a_lender_offers_only_counts_below_what_it_holds() -> None:
 
 def test_a_cut_comes_from_the_donor_it_leaves_the_least_behind() -> None:
     # hi misses (needs 13) on a full cluster, and either donor, each at its need, loses its
-    # SLO if it gives the 9 cores: `far` (priority 10) is then left with 4 of the 8 cores
-    # its input needs to keep up, `near` (12) with 11 of 12.5. The rows a donor falls behind
-    # on are a backlog it must work off later, missing its SLO again: charged for them, the
-    # cut of `far` costs 10 + 10 x 0.5, more than the one of `near`, 12 + 12 x 0.12.
+    # SLO if it gives the 9 cores: `far` (priority 10), whose coarse curve offers 1, 7 and 13
+    # executors, is then left with 1 of the 8 cores its input needs to keep up, `near` (12)
+    # with 11 of 12.5. The rows a donor falls behind on are a backlog it must work off later,
+    # missing its SLO again: charged for them, the cut of `far` costs 10 + 10 x 0.875, more
+    # than the one of `near`, 12 + 12 x 0.12.
     hi = streaming("hi", 4, 4000.0, priority=90.0)
     far = streaming("far", 13, 4000.0)
     near = streaming("near", 20, 6250.0, priority=12.0)

@@ -1,10 +1,11 @@
 """One allocation for every counted job at once, and the move that gets there.
 
 Each job offers a few executor counts with a value (its predicted utility, or what is known of
-it). The multiple-choice knapsack of :mod:`scheduler.core.allocation` picks one count per job
-that maximises the total value within the cores the counted jobs can use (the free cores plus
-the cores they hold). Two small credits decide between allocations of equal utility: the count a
-job holds now earns the most (nothing moves without a gain), and a growing job's headroom target
+it; a cut may be charged for the backlog it would build, so a value may be below 0). The
+multiple-choice knapsack of :mod:`scheduler.core.allocation` picks one count per job that
+maximises the total value within the cores the counted jobs can use (the free cores plus the
+cores they hold). Two small credits decide between allocations of equal utility: the count a job
+holds now earns the most (nothing moves without a gain), and a growing job's headroom target
 earns a little (it grows past the bare need when cores allow). Since a job's utility is capped
 by its priority, the solver takes cores from where they cost the least utility per core: the
 lowest priority first, and never from a job whose loss outweighs the gain.

@@ -35,11 +35,11 @@ One round, on the jobs ``decide`` counted:
    has never risen). A job missing its SLO plans with the executors it runs: those that have
    waited ``quiesce_s`` for room on the nodes are growth the others make room for. Free cores
    in which the growth finds no room are left out and the allocation solved again. A count below
-   what a job with a model holds is charged ``backlog_debt`` times its priority for each share of
-   its input now that it would leave unprocessed beyond what the job already leaves (a backlog
-   to work off later, missing its SLO again). If the best allocation raises some job's
-   predicted utility by ``min_gain`` of its priority, the move toward it is made at once,
-   several jobs together (a reconfiguration).
+   what a job with a trusted model and a latency SLO holds is charged ``backlog_debt`` times its
+   priority for each share of its input now that it would leave unprocessed beyond what the held
+   count leaves (a backlog to work off later, missing its SLO again). If the best allocation
+   raises some job's predicted utility by ``min_gain`` of its priority, the move toward it is
+   made at once, several jobs together (a reconfiguration).
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -728,19 +728,23 @@ class ProductRound:
         self, job: JobView, model: JobModel, points: list[tuple[int, float]]
     ) -> list[tuple[int, float]]:
         """``points`` with each count below what ``job`` holds charged ``backlog_debt`` times
-        its priority for each share of its input now that the cut would leave unprocessed
-        beyond what its allocation already leaves (:class:`ProductSettings`)."""
+        its priority for each share of its input now that the model says the count would leave
+        unprocessed beyond what the held count leaves (:class:`ProductSettings`)."""
         rate = job.metrics.input_rate if job.metrics is not None else None
         weight = self.s.backlog_debt * job.priority
         held = job.executors
-        if not rate or weight <= 0 or not any(n < held for n, _ in points):
+        # Only a latency SLO pays for a backlog: a job working one off processes more than its
+        # input, which meets any juice threshold. The input now, not the one the job must be
+        # ready for, is what a cut falls behind; counts lent down to what it needs are free.
+        if not rate or weight <= 0 or not job.slo.has_latency:
             return points
-        now = predict(model, job, held, rate)[0]  # the share of its input it processes
-        charged = []
-        for n, value in points:
-            juice = predict(model, job, n, rate)[0] if n < held else now
-            charged.append((n, value - weight * (now - juice) if juice < now else value))
-        return charged
+        held_juice = predict(model, job, held, rate)[0]
+        return [
+            (n, value - weight * max(0.0, held_juice - predict(model, job, n, rate)[0]))
+            if n < held
+            else (n, value)
+            for n, value in points
+        ]
 
     def lent(
         self, job: JobView, model: JobModel, rate: float, need: int, rho: float

@@ -94,12 +94,14 @@ class ProductSettings:
     kept."""
 
     backlog_debt: float = 1.0
-    """A cut that leaves a job processing less of its input than it does now also costs its
-    priority times the share of its input it would leave unprocessed, times this: the rows it
-    falls behind on build a backlog that it must work off once its executors are back, missing
-    its SLO meanwhile. 1 counts that time once, as if the backlog were worked off at the pace
-    it was built; 0: a cut costs only the utility the job loses while it lasts. Jobs without a
-    trusted model are not weighed so (their capacity is unknown)."""
+    """A cut that its model says leaves a job processing less of its input than at what it
+    holds also costs this times its priority times the share of its input it would leave
+    unprocessed: the rows it falls behind on build a backlog that it must work off once its
+    executors are back, missing its latency SLO meanwhile. 1 counts the time the job would
+    take to work it off with capacity to spare of one input's worth (twice the rows a second
+    that come in); 0: a cut costs only the utility the job loses while it lasts. Jobs without a
+    trusted model (their capacity is unknown) or without a latency SLO (a job working off a
+    backlog processes more than its input, which meets any juice threshold) are not charged."""
 
     def __post_init__(self) -> None:
         require(self.quiesce_s >= 0, "quiesce_s must be >= 0")
