@@ -635,3 +635,22 @@ def test_the_backlog_a_cut_would_build_is_charged_at_the_share_of_input_left_beh
     assert charged[4] == pytest.approx(-10.0)
     assert charged[10] == 0.0  # keeps up: no backlog, nothing charged
     assert charged[13] == 10.0 and charged[15] == 10.0  # held and above: never charged
+
+
+def test_a_job_already_behind_is_charged_only_for_what_a_cut_adds_and_a_juice_slo_never() -> None:
+    # 6 executors process 6 of the 8 cores' worth of 4000 rows/s: a cut to 3 leaves another
+    # 3/8 of the input unprocessed, and only that is charged.
+    behind = streaming("behind", 6, 4000.0)
+    models = fitted([behind])
+    round_ = ProductRound(
+        ProductSettings(), snapshot([behind], when=at(0)), ProductState(models=models), at(0)
+    )
+    charged = dict(round_.with_debt(behind, models["behind"], [(3, 0.0), (6, 0.0)]))
+    assert charged[3] == pytest.approx(-10.0 * 3 / 8) and charged[6] == 0.0
+    # A job working off a backlog processes more than its input, which meets a juice SLO: the
+    # backlog a cut builds costs such a job nothing.
+    juice_only = replace(behind, slo=SLO(juice=1.0))
+    assert round_.with_debt(juice_only, models["behind"], [(3, 0.0), (6, 0.0)]) == [
+        (3, 0.0),
+        (6, 0.0),
+    ]
