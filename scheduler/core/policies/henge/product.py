@@ -736,7 +736,7 @@ class ProductRound:
         # Only a latency SLO pays for a backlog: a job working one off processes more than its
         # input, which meets any juice threshold. The input now, not the one the job must be
         # ready for, is what a cut falls behind; counts lent down to what it needs are free.
-        if not rate or weight <= 0 or not job.slo.has_latency:
+        if not rate or weight <= 0 or not job.slo.has_latency or min(points)[0] >= held:
             return points
         held_juice = predict(model, job, held, rate)[0]
         return [
