@@ -620,8 +620,9 @@ class ProductRound:
         that a quiet round never reads as if every job were fine."""
         names = [j.name for j in self.jobs if not meets_slo(j.utility, j.priority)]
         return (
-            f"missing their SLO: {_first_few(names)}; no allocation the cluster can hold "
-            f"raises one of them by {self.s.min_gain:.0%} of its priority"
+            f"missing their SLO: {_first_few(names)}; the best allocation the cluster can hold, "
+            f"what the others would lose counted, raises none of them by "
+            f"{self.s.min_gain:.0%} of its priority"
         )
 
     def why(self, job: JobView, target: int) -> str:
