@@ -817,7 +817,7 @@ def _write_json(path: Path | None, figures: Any) -> None:
     out.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
-def _policy_params(raw: str | None) -> dict[str, Any]:
+def _policy_params(raw: str | None, example: str = "'{\"quiesce_s\": 30}'") -> dict[str, Any]:
     if not raw:
         return {}
     try:
@@ -825,7 +825,7 @@ def _policy_params(raw: str | None) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise CLIError(f"--params must be a JSON object: {exc.msg}") from exc
     if not isinstance(params, dict):
-        raise CLIError("--params must be a JSON object, e.g. '{\"quiesce_s\": 30}'")
+        raise CLIError(f"--params must be a JSON object, e.g. {example}")
     return params
 
 
@@ -929,6 +929,13 @@ def bench(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for the tables, JSON and plots.")
     ] = Path("bench-out"),
+    params: Annotated[
+        str | None,
+        typer.Option(
+            help="Policy settings as JSON, by policy name, e.g. "
+            '\'{"henge": {"backlog_debt": 0}}\'; policies not named keep their defaults.',
+        ),
+    ] = None,
 ) -> None:
     """Run scenarios × policies × seeds in the simulator (when no subcommand is given)."""
     if ctx.invoked_subcommand is not None:
@@ -943,8 +950,34 @@ def bench(
         _load_scenario(name)
     for policy in chosen or []:
         _check_policy(policy, {})
-    table = run_bench(names, chosen, _seeds(seeds, seed), out_dir, console=err, jobs=jobs)
+    by_policy = _bench_params(params, chosen)
+    table = run_bench(names, chosen, _seeds(seeds, seed), out_dir, console=err, jobs=jobs,
+                      params=by_policy)  # fmt: skip
     out.print(f"wrote {table}")
+
+
+def _bench_params(raw: str | None, chosen: list[str] | None) -> dict[str, dict[str, Any]]:
+    """``--params`` of ``henge bench``: settings by policy name, each checked by its policy."""
+    from scheduler.bench.policies import bench_policies
+
+    example = '\'{"henge": {"quiesce_s": 30}}\''
+    by_policy = _policy_params(raw, example)
+    runs = bench_policies(chosen)
+    for policy, settings in by_policy.items():
+        if policy not in runs:
+            raise CLIError(
+                f"--params names {policy!r}, which is not a policy of this bench "
+                f"({', '.join(runs)}); it maps policy names to their settings, e.g. {example}"
+            )
+        if not isinstance(settings, dict):
+            raise CLIError(
+                f"--params: the settings of {policy!r} must be a JSON object, e.g. {example}"
+            )
+        try:
+            _check_policy(policy, settings)
+        except CLIError as exc:
+            raise CLIError(f"--params of {policy!r}: {exc}") from exc
+    return by_policy
 
 
 def _seeds(seeds: str, seed: int | None) -> list[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +29,9 @@ POLICY_ORDER = (
     "henge", "henge-paper", "utilitarian", "static", "spark-dra", "dstream-ratio", "ds2", "dhalion"
 )  # fmt: skip
 DEFAULT_SEEDS = (1, 2, 3)
+
+PolicyParams = Mapping[str, Mapping[str, Any]]
+"""Settings per policy name, for the policies run with other than their defaults."""
 
 
 def bench_policies(requested: Sequence[str] | None) -> list[str]:
@@ -77,9 +80,10 @@ def bench_runs(
     ]
 
 
-def execute(run: BenchRun, out_dir: Path) -> RunOutput:
-    """Run one (scenario, policy, seed) and write its JSON (and plot)."""
-    result = run_scenario(load_scenario(run.source), run.policy, run.seed)
+def execute(run: BenchRun, out_dir: Path, params: Mapping[str, Any] | None = None) -> RunOutput:
+    """Run one (scenario, policy, seed) with the policy settings ``params`` (none: the
+    policy's defaults) and write its JSON (and plot)."""
+    result = run_scenario(load_scenario(run.source), run.policy, run.seed, policy_params=params)
     plot = out_dir / "plots" / f"{run.scenario}--{run.policy}.png" if run.plot else None
     written = write_outputs(result, out_dir / "runs" / f"{run.stem}.json", plot)
     return RunOutput(run, written.summary, result if run.plot else None)
@@ -92,16 +96,20 @@ def quiet_worker() -> None:
     configure_logging("warning", "console")  # one log line per round would drown the bar
 
 
-def _outputs(runs: Sequence[BenchRun], out_dir: Path, jobs: int) -> Iterator[RunOutput]:
+def _outputs(
+    runs: Sequence[BenchRun], out_dir: Path, jobs: int, params: PolicyParams
+) -> Iterator[RunOutput]:
     """Each run's output as it completes: in this process for ``jobs`` = 1, else in a pool of
     ``jobs`` worker processes (started fresh, not forked from this one)."""
     if jobs <= 1:
         for run in runs:
-            yield execute(run, out_dir)
+            yield execute(run, out_dir, params.get(run.policy))
         return
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=quiet_worker) as pool:
-        futures: list[Future[RunOutput]] = [pool.submit(execute, r, out_dir) for r in runs]
+        futures: list[Future[RunOutput]] = [
+            pool.submit(execute, r, out_dir, params.get(r.policy)) for r in runs
+        ]
         for future in as_completed(futures):
             yield future.result()
 
@@ -113,14 +121,17 @@ def run_bench(
     out_dir: Path,
     console: Console | None = None,
     jobs: int = 1,
+    params: PolicyParams | None = None,
 ) -> Path:
-    """Run every (scenario, policy, seed), ``jobs`` at a time; return the path of the markdown
-    tables. Per-run JSON goes to ``runs/<scenario>--<policy>--seed<seed>.json``; the first
-    seed's runs are plotted, with a CDF of SLO satisfaction per scenario."""
+    """Run every (scenario, policy, seed), ``jobs`` at a time, each policy named in ``params``
+    with the settings given there (the others with their defaults); return the path of the
+    markdown tables. Per-run JSON goes to ``runs/<scenario>--<policy>--seed<seed>.json``; the
+    first seed's runs are plotted, with a CDF of SLO satisfaction per scenario."""
     from scheduler.bench.table import compare_henge, markdown_table, tier_table
     from scheduler.sim.plots import plot_cdf
 
     chosen = bench_policies(policies)
+    params = params or {}
     runs = bench_runs(scenario_names(scenarios), chosen, seeds)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
@@ -134,7 +145,7 @@ def run_bench(
     )
     with Progress(*columns, console=console or Console(stderr=True)) as bar:
         task = bar.add_task("bench", total=len(runs))
-        for output in _outputs(runs, out_dir, jobs):
+        for output in _outputs(runs, out_dir, jobs, params):
             run = output.run
             summaries[run] = output.summary
             if output.result is not None:
@@ -147,9 +158,10 @@ def run_bench(
             bar.advance(task)
     ordered = [summaries[run] for run in runs]
     seed_text = ",".join(str(s) for s in seeds)
+    given = "".join(f"; {p} with {json.dumps(dict(params[p]))}" for p in chosen if params.get(p))
     table = out_dir / "results.md"
     table.write_text(
-        f"# henge bench (seeds {seed_text})\n\n{markdown_table(ordered)}\n"
+        f"# henge bench (seeds {seed_text}{given})\n\n{markdown_table(ordered)}\n"
         f"## SLO satisfaction per priority tier\n\n{tier_table(ordered)}\n"
         f"## henge against henge-paper (means over seeds)\n\n{compare_henge(ordered)}\n"
     )

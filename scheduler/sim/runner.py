@@ -329,6 +329,7 @@ def simulate(
         scenario=scenario,
         policy=policy,
         seed=seed,
+        policy_params=dict(policy_params or {}),
         sim_seconds=settings.duration_s - settings.scheduler_start_s,
         round_interval_s=settings.round_interval_s,
         jobs=tuple(world.specs()),

@@ -91,6 +91,7 @@ def summarize(result: SimResult) -> dict[str, Any]:
     return {
         "scenario": result.scenario,
         "policy": result.policy,
+        "policy_params": dict(result.policy_params),
         "seed": result.seed,
         "sim_seconds": sig(result.sim_seconds),
         "utility": _utility(held),

@@ -129,6 +129,8 @@ class SimResult:
     notes: tuple[str, ...] = field(default=())
     events: tuple[EventMark, ...] = ()
     """The scenario's events and arrivals during the run, in time order."""
+    policy_params: Mapping[str, Any] = field(default_factory=dict)
+    """The policy settings the run was given (empty: the policy's defaults)."""
     model_errors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Per job, how far the policy's model of the job was from the truth, when the policy
     measures it (empty otherwise); the summary passes it through as each job's

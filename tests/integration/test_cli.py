@@ -624,3 +624,20 @@ def test_bench_reference_refuses_stretches_that_are_not_positive_seconds(
 @pytest.mark.parametrize("quiesce", ["nan", "inf", "-10"])
 def test_bench_reference_refuses_a_quiesce_that_is_not_finite_seconds(quiesce: str):
     one_line_error(henge("bench", "reference", "--quiesce", quiesce), "--quiesce")
+
+
+@pytest.mark.parametrize(
+    ("params", "fragments"),
+    [
+        ('{"backlog_debt": 0}', ("'backlog_debt'", "not a policy of this bench", '{"henge": {')),
+        ('{"henge": 3}', ("settings of 'henge' must be a JSON object",)),
+        ('["henge"]', ("--params must be a JSON object",)),
+        ('{"henge": {"backlog_debt": -1}}', ("--params of 'henge'", "backlog_debt must be >= 0")),
+        ('{"henge": {"nope": 1}}', ("--params of 'henge'", "nope")),
+        ('{"utilitarian": {}}', ("'utilitarian'", "not a policy of this bench (henge)")),
+    ],
+)
+def test_bench_refuses_params_that_are_not_settings_by_policy(params: str, fragments: tuple):
+    # Checked before any run: a bench of many scenarios must not fail at its first run.
+    result = henge("bench", "--scenarios", "demo", "--policies", "henge", "--params", params)
+    one_line_error(result, *fragments)

@@ -252,3 +252,29 @@ def test_bench_in_two_processes_gives_the_summaries_of_one(tmp_path: Path) -> No
     assert outputs[1] == outputs[2]
     table = outputs[2][1]
     assert "# henge bench (seeds 1,2)" in table and "SLO satisfaction per priority tier" in table
+
+
+def test_bench_params_reach_only_the_policy_they_name(tmp_path: Path) -> None:
+    scenario = str(_shortened("tiers-spike", tmp_path, 1500))
+    settings = {"quiesce_s": 20.0, "backlog_debt": 0.0}
+    out = tmp_path / "bench"
+    table = run_bench([scenario], ["henge", "utilitarian"], [1], out,
+                      console=Console(quiet=True), jobs=2, params={"henge": settings})  # fmt: skip
+    runs = {p: json.loads((out / "runs" / f"tiers-spike--{p}--seed1.json").read_text())
+            for p in ("henge", "utilitarian")}  # fmt: skip
+    loaded = load_scenario(scenario)
+    # The named policy runs as `henge sim --params` would run it, and not as with its defaults...
+    given = summarize(run_scenario(loaded, "henge", 1, policy_params=settings))
+    assert without_wall_clock(runs["henge"]) == without_wall_clock(given)
+    assert runs["henge"]["policy_params"] == settings
+    default = summarize(run_scenario(loaded, "henge", 1))
+    assert default["policy_params"] == {}
+    assert runs["henge"]["actions"] != default["actions"]
+    # ... and the other one with its defaults.
+    assert runs["utilitarian"]["policy_params"] == {}
+    assert without_wall_clock(runs["utilitarian"]) == without_wall_clock(
+        summarize(run_scenario(loaded, "utilitarian", 1))
+    )
+    assert '# henge bench (seeds 1; henge with {"quiesce_s": 20.0, "backlog_debt": 0.0})' in (
+        table.read_text()
+    )

@@ -98,7 +98,7 @@ def summary() -> dict:
 
 def test_has_exactly_the_design_keys(summary: dict) -> None:
     assert list(summary) == [
-        "scenario", "policy", "seed", "sim_seconds", "utility", "slo_satisfaction",
+        "scenario", "policy", "policy_params", "seed", "sim_seconds", "utility", "slo_satisfaction",
         "time_to_max_utility_s", "rounds", "actions", "executor_core_hours", "tiers", "events",
         "jobs", "wall",
     ]  # fmt: skip
