@@ -206,6 +206,7 @@ OTHER_EXAMPLES = (
     "coarse-4core",
     "high-min",
     "arrivals-wave",
+    "one-node-bursts",
 )
 """Scenarios that are not built in, run to check the policies beyond the built-in ones."""
 
