@@ -997,10 +997,16 @@ def main() -> None:
     problems = build_problems()
     if problems:
         _fail(problem_message(problems))
+    # (imported once the compiled core is known to match its source)
+    from scheduler.core.policy import PolicySettingsError, UnknownPolicyError
+
     try:
         app()
     except (CLIError, ClientError) as exc:
         _fail(str(exc))
+    except (PolicySettingsError, UnknownPolicyError) as exc:
+        # The commands that take a policy check it themselves; a server finds out at start.
+        _fail(f"policy settings (HENGE_POLICY, HENGE_POLICY_PARAMS): {exc}")
     except ValidationError as exc:
         first = exc.errors()[0]
         _fail(f"bad setting {'.'.join(map(str, first['loc']))}: {first['msg']}")

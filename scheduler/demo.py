@@ -139,6 +139,7 @@ def run_demo(
             samples, actions = simulation.run(on_sample=lambda s: _show(console, s, pace_s))
             result = SimResult(
                 scenario=scenario.name, policy="henge", seed=scenario.seed,
+                policy_params=dict(service.loop.core.policy_params),
                 sim_seconds=scenario.duration_s - scenario.scheduler_start_s,
                 round_interval_s=scenario.sub_window_s, jobs=tuple(world.specs()),
                 samples=tuple(samples), actions=tuple(actions),

@@ -10,6 +10,8 @@ The built-in policies are looked up by name in :mod:`scheduler.core.policies.reg
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -57,7 +59,8 @@ SettingsT = TypeVar("SettingsT")
 
 
 def build_settings(cls: type[SettingsT], params: Mapping[str, Any]) -> SettingsT:
-    """A settings dataclass from overrides, rejecting unknown names with a clear message."""
+    """A settings dataclass from overrides, rejecting unknown names and values of the wrong
+    type with a clear message."""
     assert dataclasses.is_dataclass(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(params) - known)
@@ -66,4 +69,49 @@ def build_settings(cls: type[SettingsT], params: Mapping[str, Any]) -> SettingsT
             f"unknown setting(s) {', '.join(unknown)} for {cls.__name__}; "
             f"known: {', '.join(sorted(known))}"
         )
+    hints = typing.get_type_hints(cls)
+    for name, value in params.items():
+        # Settings come as JSON (an environment variable, a command-line option): "false"
+        # would pass for a true switch, and a string where a number goes would fail only
+        # inside a check, as a traceback.
+        if not _fits(value, hints[name]):
+            raise PolicySettingsError(
+                f"setting {name} of {cls.__name__} must be {_kind(hints[name])}, not {value!r}"
+            )
     return cls(**params)
+
+
+_KINDS: dict[Any, str] = {
+    bool: "true or false",
+    int: "a whole number",
+    float: "a number",
+    str: "text",
+}
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a JSON ``value`` fits the annotation ``hint`` (a whole number fits a float;
+    a bool fits neither numbers nor text; annotations other than these are not checked)."""
+    if _is_union(hint):
+        return any(_fits(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    return True
+
+
+def _kind(hint: Any) -> str:
+    if _is_union(hint):
+        return " or ".join("null" if a is type(None) else _kind(a) for a in typing.get_args(hint))
+    return _KINDS.get(hint, str(hint))
+
+
+def _is_union(hint: Any) -> bool:
+    return isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union

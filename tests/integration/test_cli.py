@@ -511,6 +511,22 @@ def test_serve_needs_an_admin_token(fresh_pg_url: str):
     last_line_error(result, "HENGE_ADMIN_TOKEN")
 
 
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        ({"HENGE_POLICY_PARAMS": '{"peak_by_rises": "false"}'}, "peak_by_rises of ProductSettings"),
+        ({"HENGE_POLICY_PARAMS": '{"no_such_knob": 1}'}, "unknown setting(s) no_such_knob"),
+        ({"HENGE_POLICY": "no-such-policy"}, "unknown policy 'no-such-policy'"),
+    ],
+)
+def test_serve_refuses_bad_policy_settings_in_one_line(
+    fresh_pg_url: str, env: dict[str, str], fragment: str
+):
+    ok(henge("migrate", env={"HENGE_DATABASE_URL": fresh_pg_url}))
+    result = serve(fresh_pg_url, HENGE_ADMIN_TOKEN="t" * 32, **env)
+    last_line_error(result, "HENGE_POLICY_PARAMS", fragment)
+
+
 def test_serve_with_an_unreachable_database():
     url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nowhere"
     result = serve(url, HENGE_ADMIN_TOKEN="t" * 32)
@@ -641,3 +657,18 @@ def test_bench_refuses_params_that_are_not_settings_by_policy(params: str, fragm
     # Checked before any run: a bench of many scenarios must not fail at its first run.
     result = henge("bench", "--scenarios", "demo", "--policies", "henge", "--params", params)
     one_line_error(result, *fragments)
+
+
+def test_bench_params_reach_the_runs_of_the_policy_they_name(tmp_path: Path):
+    out = tmp_path / "bench"
+    ok(henge(
+        "bench", "--scenarios", "demo", "--policies", "henge,static", "--seed", "1",
+        "--params", '{"henge": {"quiesce_s": 20, "peak_by_rises": true}}', "--out", str(out),
+        timeout=300,
+    ))  # fmt: skip
+    runs = {p: json.loads((out / "runs" / f"demo--{p}--seed1.json").read_text())
+            for p in ("henge", "static")}  # fmt: skip
+    assert runs["henge"]["policy_params"] == {"quiesce_s": 20, "peak_by_rises": True}
+    assert runs["static"]["policy_params"] == {}
+    title = (out / "results.md").read_text().splitlines()[0]
+    assert title == '# henge bench (seeds 1; henge with {"quiesce_s": 20, "peak_by_rises": true})'
