@@ -50,11 +50,13 @@ agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's d
 	$(BIN)/python -m build --wheel --outdir $(AGENT_WHEEL_DIR) agent
 
 # The tests run in two parts, each printing its slowest 25 tests' times. Those that start no Spark
-# share out over the cores, four at the most (each worker has its own session database, and a
-# few tests drive servers with tens of connections against Postgres's default limit of 100);
-# the real Spark ones run alone after them, since they time real processes on the machine's cores.
+# share out over four workers, whatever the cores: many of them wait on servers and subprocesses,
+# so two workers a core keep a 2-core machine busy (7 minutes there with two, 5 with four), and
+# more would pass Postgres's default limit of 100 connections (each worker has its own session
+# database, and a few tests drive servers with tens of connections). The real Spark ones run
+# alone after them, since they time real processes on the machine's cores.
 test: setup postgres lint typecheck  ## every check and every test
-	$(BIN)/pytest --numprocesses auto --maxprocesses 4 --ignore tests/spark --durations=25
+	$(BIN)/pytest --numprocesses 4 --ignore tests/spark --durations=25
 	$(BIN)/pytest tests/spark --durations=25
 
 clean: uncompile
