@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -915,7 +916,12 @@ def bench(
         typer.Option(help="Comma-separated scenarios.", show_default="every built-in scenario"),
     ] = None,
     policies: Annotated[
-        str | None, typer.Option(help="Comma-separated policies.", show_default="every policy")
+        str | None,
+        typer.Option(
+            help="Comma-separated policies. A variant, policy@label (henge@wide), runs the "
+            "policy again in a row of its own, with the settings --params gives its name.",
+            show_default="every policy",
+        ),
     ] = None,
     seeds: Annotated[
         str, typer.Option(help="Comma-separated seeds: every scenario × policy runs with each.")
@@ -932,7 +938,7 @@ def bench(
     params: Annotated[
         str | None,
         typer.Option(
-            help="Policy settings as JSON, by policy name, e.g. "
+            help="Policy settings as JSON, by policy (or variant) name, e.g. "
             '\'{"henge": {"backlog_debt": 0}}\'; policies not named keep their defaults.',
         ),
     ] = None,
@@ -949,16 +955,38 @@ def bench(
     for name in names or []:
         _load_scenario(name)
     for policy in chosen or []:
-        _check_policy(policy, {})
+        _check_bench_entry(policy, chosen or [])
     by_policy = _bench_params(params, chosen)
     table = run_bench(names, chosen, _seeds(seeds, seed), out_dir, console=err, jobs=jobs,
                       params=by_policy)  # fmt: skip
     out.print(f"wrote {table}")
 
 
+_VARIANT_LABEL = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _check_bench_entry(entry: str, chosen: list[str]) -> None:
+    """An entry of ``henge bench --policies``: a policy, or a variant of one (``henge@wide``),
+    named once."""
+    from scheduler.bench.table import VARIANT_MARK, base_policy
+
+    policy = base_policy(entry)
+    _check_policy(policy, {})
+    label = entry[len(policy) + 1 :] if VARIANT_MARK in entry else None
+    if label is not None and not _VARIANT_LABEL.fullmatch(label):
+        raise CLIError(
+            f"--policies: {entry!r} is no variant name: after {policy}{VARIANT_MARK} come "
+            "letters, digits, '.', '_' or '-' only (e.g. henge@wide)"
+        )
+    if chosen.count(entry) > 1:
+        raise CLIError(f"--policies names {entry!r} twice")
+
+
 def _bench_params(raw: str | None, chosen: list[str] | None) -> dict[str, dict[str, Any]]:
-    """``--params`` of ``henge bench``: settings by policy name, each checked by its policy."""
+    """``--params`` of ``henge bench``: settings by policy (or variant) name, each checked by its
+    policy."""
     from scheduler.bench.policies import bench_policies
+    from scheduler.bench.table import base_policy
 
     example = '\'{"henge": {"quiesce_s": 30}}\''
     by_policy = _policy_params(raw, example)
@@ -974,7 +1002,7 @@ def _bench_params(raw: str | None, chosen: list[str] | None) -> dict[str, dict[s
                 f"--params: the settings of {policy!r} must be a JSON object, e.g. {example}"
             )
         try:
-            _check_policy(policy, settings)
+            _check_policy(base_policy(policy), settings)
         except CLIError as exc:
             raise CLIError(f"--params of {policy!r}: {exc}") from exc
     return by_policy

@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from scheduler.bench.table import base_policy
 from scheduler.core.policies.registry import available_policies
 from scheduler.sim.run import run_scenario, scenario_names, write_outputs
 from scheduler.sim.scenario_file import load_scenario
@@ -31,7 +32,7 @@ POLICY_ORDER = (
 DEFAULT_SEEDS = (1, 2, 3)
 
 PolicyParams = Mapping[str, Mapping[str, Any]]
-"""Settings per policy name, for the policies run with other than their defaults."""
+"""Settings per policy name (or variant), for those run with other than their defaults."""
 
 
 def bench_policies(requested: Sequence[str] | None) -> list[str]:
@@ -50,6 +51,7 @@ class BenchRun:
     scenario: str
     """Its name, for file names and tables."""
     policy: str
+    """The policy, or a variant of it (``henge@wide``)."""
     seed: int
     plot: bool
     """Whether to draw its run plot and hand its result back for the scenario's CDF plot."""
@@ -82,10 +84,12 @@ def bench_runs(
 
 def execute(run: BenchRun, out_dir: Path, params: Mapping[str, Any] | None = None) -> RunOutput:
     """Run one (scenario, policy, seed) with the policy settings ``params`` (none: the
-    policy's defaults) and write its JSON (and plot)."""
-    result = run_scenario(load_scenario(run.source), run.policy, run.seed, policy_params=params)
+    policy's defaults) and write its JSON (and plot); a variant's JSON names it."""
+    policy = base_policy(run.policy)
+    result = run_scenario(load_scenario(run.source), policy, run.seed, policy_params=params)
     plot = out_dir / "plots" / f"{run.scenario}--{run.policy}.png" if run.plot else None
-    written = write_outputs(result, out_dir / "runs" / f"{run.stem}.json", plot)
+    variant = run.policy if run.policy != policy else None
+    written = write_outputs(result, out_dir / "runs" / f"{run.stem}.json", plot, variant)
     return RunOutput(run, written.summary, result if run.plot else None)
 
 

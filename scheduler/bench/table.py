@@ -96,17 +96,30 @@ class Row:
         return self.time_to_max.mean
 
 
-def policy_order(policy: str) -> tuple[int, str]:
-    """``henge`` first, ``henge-paper`` second, then the others by name."""
-    rank = FIRST_POLICIES.index(policy) if policy in FIRST_POLICIES else len(FIRST_POLICIES)
-    return rank, policy
+VARIANT_MARK = "@"
+"""``henge@wide`` names a variant of ``henge``: the same policy, run again under its own name
+in the bench with settings of its own, so two settings of one policy share one table."""
+
+
+def base_policy(name: str) -> str:
+    """The policy a bench entry runs: ``henge`` for ``henge`` and for ``henge@wide``."""
+    return name.split(VARIANT_MARK, 1)[0]
+
+
+def policy_order(policy: str) -> tuple[int, str, str]:
+    """``henge`` first, ``henge-paper`` second, then the others by name; a variant
+    (``henge@wide``) right after its policy."""
+    base = base_policy(policy)
+    rank = FIRST_POLICIES.index(base) if base in FIRST_POLICIES else len(FIRST_POLICIES)
+    return rank, base, policy
 
 
 def rows(summaries: Sequence[Mapping[str, Any]]) -> list[Row]:
-    """One merged row per (scenario, policy), sorted by scenario then policy."""
+    """One merged row per (scenario, policy or variant), sorted by scenario then policy."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for summary in summaries:
-        groups.setdefault((summary["scenario"], summary["policy"]), []).append(summary)
+        policy = summary.get("variant") or summary["policy"]
+        groups.setdefault((summary["scenario"], policy), []).append(summary)
     keys = sorted(groups, key=lambda k: (k[0], policy_order(k[1])))
     return [_merge(scenario, policy, groups[scenario, policy]) for scenario, policy in keys]
 

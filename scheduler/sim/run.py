@@ -58,8 +58,14 @@ class Outputs:
     plot_path: Path | None
 
 
-def write_outputs(result: SimResult, json_path: Path | None, plot_path: Path | None) -> Outputs:
+def write_outputs(
+    result: SimResult, json_path: Path | None, plot_path: Path | None, variant: str | None = None
+) -> Outputs:
+    """The summary of ``result``, written as JSON and drawn where paths are given; a bench
+    variant of the policy (``henge@wide``) is recorded as ``variant``, after its settings."""
     summary = summarize(result)
+    if variant is not None:
+        summary = _with_variant(summary, variant)
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
@@ -69,6 +75,12 @@ def write_outputs(result: SimResult, json_path: Path | None, plot_path: Path | N
         plot_path.parent.mkdir(parents=True, exist_ok=True)
         plot_run(result, plot_path)
     return Outputs(summary, json_path, plot_path)
+
+
+def _with_variant(summary: dict[str, Any], variant: str) -> dict[str, Any]:
+    items = list(summary.items())
+    at = list(summary).index("policy_params") + 1
+    return dict([*items[:at], ("variant", variant), *items[at:]])
 
 
 def write_rounds(result: SimResult, path: Path) -> None:

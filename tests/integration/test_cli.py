@@ -659,6 +659,23 @@ def test_bench_refuses_params_that_are_not_settings_by_policy(params: str, fragm
     one_line_error(result, *fragments)
 
 
+@pytest.mark.parametrize(
+    ("policies", "params", "fragments"),
+    [
+        ("henge@a b", None, ("'henge@a b' is no variant name", "henge@wide")),
+        ("henge@", None, ("'henge@' is no variant name",)),
+        ("nope@fast", None, ("unknown policy 'nope'",)),
+        ("henge,static,henge", None, ("--policies names 'henge' twice",)),
+        ("henge@fast", '{"henge@fast": {"nope": 1}}', ("--params of 'henge@fast'", "nope")),
+        ("henge@fast", '{"henge": {}}', ("'henge'", "not a policy of this bench (henge@fast)")),
+    ],
+)
+def test_bench_refuses_a_variant_it_cannot_run(policies: str, params: str | None, fragments: tuple):
+    given = ["--params", params] if params else []
+    result = henge("bench", "--scenarios", "demo", "--policies", policies, *given)
+    one_line_error(result, *fragments)
+
+
 def test_bench_params_reach_the_runs_of_the_policy_they_name(tmp_path: Path):
     out = tmp_path / "bench"
     ok(henge(

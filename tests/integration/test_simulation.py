@@ -278,3 +278,34 @@ def test_bench_params_reach_only_the_policy_they_name(tmp_path: Path) -> None:
     assert '# henge bench (seeds 1; henge with {"quiesce_s": 20.0, "backlog_debt": 0.0})' in (
         table.read_text()
     )
+
+
+def test_a_variant_runs_its_policy_with_its_own_settings_in_a_row_of_its_own(
+    tmp_path: Path,
+) -> None:
+    scenario = str(_shortened("tiers-spike", tmp_path, 1500))
+    settings = {"quiesce_s": 20.0, "backlog_debt": 0.0}
+    out = tmp_path / "bench"
+    table = run_bench([scenario], ["henge@fast", "utilitarian", "henge"], [1], out,
+                      console=Console(quiet=True), params={"henge@fast": settings})  # fmt: skip
+    runs = {p: json.loads((out / "runs" / f"tiers-spike--{p}--seed1.json").read_text())
+            for p in ("henge", "henge@fast")}  # fmt: skip
+    loaded = load_scenario(scenario)
+    given = summarize(run_scenario(loaded, "henge", 1, policy_params=settings))
+    assert without_wall_clock(runs["henge@fast"]) == {**without_wall_clock(given),
+                                                      "variant": "henge@fast"}  # fmt: skip
+    assert runs["henge@fast"]["policy"] == "henge"
+    assert without_wall_clock(runs["henge"]) == without_wall_clock(
+        summarize(run_scenario(loaded, "henge", 1))
+    )
+    assert "variant" not in runs["henge"]
+    assert runs["henge@fast"]["actions"] != runs["henge"]["actions"]
+    # One row each, the variant right after its policy, whatever the order asked.
+    text = table.read_text()
+    order = [line.split(" | ")[1] for line in text.splitlines()
+             if line.startswith("| tiers-spike | ")]  # fmt: skip
+    assert order[:3] == ["henge", "henge@fast", "utilitarian"], order
+    assert text.splitlines()[0] == (
+        '# henge bench (seeds 1; henge@fast with {"quiesce_s": 20.0, "backlog_debt": 0.0})'
+    )
+    assert (out / "plots" / "tiers-spike--henge@fast.png").is_file()
