@@ -13,6 +13,7 @@ SQLite registry (twice), and the image's ENTRYPOINT + CMD until /readyz answers 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -265,8 +266,26 @@ def _copy_context(sources: list[str], dest: Path, patterns: list[str]) -> None:
 
 @pytest.fixture(scope="module")
 def installed(stages: list[Stage], tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The image's virtualenv, installed by the builder stage's RUN steps: once per test run,
+    however many pytest workers use it (the install takes about a minute, and the tests only
+    read it), in the folder the workers' temporary folders share."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        root = tmp_path_factory.mktemp("image")
+        _install_image(stages, root)
+        return _image_at(stages, root)
+    root = tmp_path_factory.getbasetemp().parent / "image"
+    lock = root.parent / "image.lock"
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # (the others wait for the first to finish it)
+        if not (root / ".installed").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            _install_image(stages, root)
+            (root / ".installed").touch()
+    return _image_at(stages, root)
+
+
+def _install_image(stages: list[Stage], root: Path) -> None:
     builder, final = stages
-    root = tmp_path_factory.mktemp("image")
     venv_in_image = copy_parts(final.all("COPY")[0])[2]
     venv = root / venv_in_image.lstrip("/")
     workdir = root / builder.last("WORKDIR").args.lstrip("/")
@@ -304,8 +323,15 @@ def installed(stages: list[Stage], tmp_path_factory: pytest.TempPathFactory) -> 
 
     # The final stage has the virtualenv and nothing of the sources.
     shutil.rmtree(workdir)
+    (root / final.last("WORKDIR").args.lstrip("/")).mkdir(parents=True)
+
+
+def _image_at(stages: list[Stage], root: Path) -> Installed:
+    """The final stage's view of the image installed under ``root``."""
+    _builder, final = stages
+    venv_in_image = copy_parts(final.all("COPY")[0])[2]
+    venv = root / venv_in_image.lstrip("/")
     home = root / final.last("WORKDIR").args.lstrip("/")
-    home.mkdir(parents=True)
     runtime = _clean_env()
     for key, declared in final.env().items():
         # e.g. MPLCONFIGDIR: under the pod's /tmp emptyDir, here under the scratch root.
