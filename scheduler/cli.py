@@ -954,8 +954,10 @@ def bench(
     chosen = policies.split(",") if policies else None
     for name in names or []:
         _load_scenario(name)
-    for policy in chosen or []:
-        _check_bench_entry(policy, chosen or [])
+    for k, policy in enumerate(chosen or []):
+        _check_bench_entry(policy)
+        if policy in (chosen or [])[:k]:
+            raise CLIError(f"--policies names {policy!r} twice")
     by_policy = _bench_params(params, chosen)
     table = run_bench(names, chosen, _seeds(seeds, seed), out_dir, console=err, jobs=jobs,
                       params=by_policy)  # fmt: skip
@@ -965,9 +967,8 @@ def bench(
 _VARIANT_LABEL = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-def _check_bench_entry(entry: str, chosen: list[str]) -> None:
-    """An entry of ``henge bench --policies``: a policy, or a variant of one (``henge@wide``),
-    named once."""
+def _check_bench_entry(entry: str) -> None:
+    """An entry of ``henge bench --policies``: a policy, or a variant of one (``henge@wide``)."""
     from scheduler.bench.table import VARIANT_MARK, base_policy
 
     policy = base_policy(entry)
@@ -978,8 +979,6 @@ def _check_bench_entry(entry: str, chosen: list[str]) -> None:
             f"--policies: {entry!r} is no variant name: after {policy}{VARIANT_MARK} come "
             "letters, digits, '.', '_' or '-' only (e.g. henge@wide)"
         )
-    if chosen.count(entry) > 1:
-        raise CLIError(f"--policies names {entry!r} twice")
 
 
 def _bench_params(raw: str | None, chosen: list[str] | None) -> dict[str, dict[str, Any]]:
