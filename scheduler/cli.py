@@ -611,6 +611,14 @@ def bench_reference(
             "valuing each count at its mean utility over the inputs of that stretch.",
         ),
     ] = "60",
+    foresight: Annotated[
+        str,
+        typer.Option(
+            help="Seconds of future input, comma-separated: one reference per value that knows "
+            "the input of that stretch ahead and values each count at its mean utility over "
+            "it (none by default).",
+        ),
+    ] = "",
     quiesce: Annotated[
         float,
         typer.Option(
@@ -630,8 +638,9 @@ def bench_reference(
     from scheduler.sim.reference import references
 
     stretches = _stretches("--lookbacks", lookbacks), _stretches("--means", means)
+    ahead = _stretches("--foresight", foresight)
     try:
-        chosen = references(*stretches, quiesce_s=quiesce)
+        chosen = references(*stretches, quiesce_s=quiesce, foresights=ahead)
     except ValueError as exc:  # the quiesce, checked where a reference takes it
         raise CLIError(f"--quiesce: {exc} (0: decide every round)") from exc
     configure_logging("warning", "console")

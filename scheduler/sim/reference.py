@@ -127,18 +127,36 @@ def reactive(lookback_s: float, *, expected: bool = False) -> Reference:
     )
 
 
+def foreseeing(lookahead_s: float) -> Reference:
+    """True curves valued at their mean utility over the inputs of the next ``lookahead_s``:
+    what a scheduler that knew the input until its next decision could do. Holding each move
+    for a quiesce of that length, it shows what a wait between decisions leaves within reach
+    when only the future is unknown to the scheduler."""
+    return Reference(
+        f"clairvoyant-mean-next-{lookahead_s:g}s",
+        0.0,
+        lookahead_s,
+        f"true curves at their mean utility over the inputs of the next {lookahead_s:g} s "
+        "(knows the future)",
+        expected=True,
+    )
+
+
 def references(
     lookbacks: Sequence[float] = DEFAULT_LOOKBACKS,
     means: Sequence[float] = DEFAULT_MEANS,
     quiesce_s: float = 0.0,
+    foresights: Sequence[float] = (),
 ) -> tuple[Reference, ...]:
-    """The played oracle, a reactive reference per lookback and per mean's stretch, and the
-    clairvoyant one, each holding every move for ``quiesce_s`` (0: deciding every round)."""
+    """The played oracle, a reactive reference per lookback and per mean's stretch, the
+    clairvoyant one and one per foresight's stretch, each holding every move for ``quiesce_s``
+    (0: deciding every round)."""
     chosen = (
         ORACLE_PLAYED,
         *(reactive(s) for s in dict.fromkeys(lookbacks)),
         *(reactive(s, expected=True) for s in dict.fromkeys(means)),
         CLAIRVOYANT,
+        *(foreseeing(s) for s in dict.fromkeys(foresights)),
     )
     return tuple(r.with_quiesce(quiesce_s) for r in chosen)
 

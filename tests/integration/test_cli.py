@@ -618,18 +618,20 @@ def test_bench_reference_plays_one_reactive_reference_per_stretch(tmp_path: Path
     out_file = tmp_path / "reference.json"
     ok(henge(
         "bench", "reference", "--scenarios", "demo", "--seeds", "1", "--lookbacks", "20",
-        "--means", "40", "--quiesce", "30", "--json", str(out_file), timeout=300,
+        "--means", "40", "--foresight", "30", "--quiesce", "30", "--json", str(out_file),
+        timeout=300,
     ))  # fmt: skip
     figures = json.loads(out_file.read_text())["demo"]
     assert list(figures) == [
         "oracle-played-quiesce-30s", "true-models-last-20s-quiesce-30s",
         "true-models-mean-last-40s-quiesce-30s", "clairvoyant-next-10s-quiesce-30s",
+        "clairvoyant-mean-next-30s-quiesce-30s",
     ]  # fmt: skip
     for row in figures.values():
         assert row["seeds"] == [1] and 0 < row["oracle_fraction"]["mean"] <= 1.0 + 1e-9
 
 
-@pytest.mark.parametrize("option", ["--lookbacks", "--means"])
+@pytest.mark.parametrize("option", ["--lookbacks", "--means", "--foresight"])
 @pytest.mark.parametrize("stretches", ["30,abc", "0", "inf"])
 def test_bench_reference_refuses_stretches_that_are_not_positive_seconds(
     option: str, stretches: str

@@ -16,6 +16,7 @@ from scheduler.sim.reference import (
     REFERENCE_POLICY,
     REFERENCES,
     Reference,
+    foreseeing,
     reactive,
     references,
 )
@@ -58,6 +59,17 @@ def test_a_reference_with_a_quiesce_keeps_each_move_that_long() -> None:
     # Its first move (to 2) is held for 30 s: the rise at T0 + 10 s is answered at T0 + 30 s.
     slow = reactive(0.0).with_quiesce(30.0).steering(10.0)
     assert [slow(world, jobs, t)["a"] for t in at] == [2, 2, 2, 4, 4, 4]
+
+
+def test_a_foreseeing_reference_meets_a_rise_before_it_comes() -> None:
+    world, jobs = RisingWorld(), [spec("a")]
+    ahead = foreseeing(10.0)
+    offsets = [(t - T0).total_seconds() for t in ahead.moments(T0, 10.0)]
+    assert offsets == [0.0, 10.0] and ahead.expected
+    # At T0 two executors earn 10 now and nothing from T0 + 10 s: 5 on average, against 10
+    # for four; the reactive reference answers the rise only once it has come.
+    assert ahead.steering(10.0)(world, jobs, T0) == {"a": 4}
+    assert reactive(0.0).steering(10.0)(world, jobs, T0) == {"a": 2}
 
 
 def test_a_quiesce_follows_a_move_only() -> None:
@@ -154,6 +166,11 @@ def test_one_reactive_reference_per_lookback_between_the_bounds() -> None:
         ("true-models-last-120s", 120.0, 0.0, False),
         ("true-models-mean-last-90s", 90.0, 0.0, True),
         ("clairvoyant-next-10s", 0.0, 10.0, False),
+    ]
+    ahead = references((30.0,), means=(), foresights=(60.0, 20.0, 60.0), quiesce_s=20.0)
+    assert [(r.name, r.lookahead_s, r.expected, r.quiesce_s) for r in ahead[-2:]] == [
+        ("clairvoyant-mean-next-60s-quiesce-20s", 60.0, True, 20.0),
+        ("clairvoyant-mean-next-20s-quiesce-20s", 20.0, True, 20.0),
     ]
 
 
