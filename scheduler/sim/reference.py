@@ -10,9 +10,9 @@ round and imposed at once, with the scheduler's policy switched off (``static``)
 as a fraction of the oracle's, shows how much of the bound any scheduler could reach on a
 scenario: with true models and a decision every round, sized for the worst input of a stretch
 of the past or for its mean utility over that stretch (what a reactive scheduler can know), or
-even for the worst input of the next seconds (what none can). Holding each allocation that
-moves executors for a quiesce before deciding again (``quiesce_s``), as ``henge`` does, shows
-what that wait alone costs.
+even for the worst input of the next seconds or its mean utility over them (what none can).
+Holding each allocation that moves executors for a quiesce before deciding again
+(``quiesce_s``), as ``henge`` does, shows what that wait alone costs.
 """
 
 from __future__ import annotations
