@@ -207,6 +207,9 @@ OTHER_EXAMPLES = (
     "high-min",
     "arrivals-wave",
     "one-node-bursts",
+    "five-priorities",
+    "eight-nodes-loss",
+    "tight-4core",
 )
 """Scenarios that are not built in, run to check the policies beyond the built-in ones."""
 
@@ -217,6 +220,7 @@ FEWER_TIERS = {
     "tight-trigger": 2,
     "bursts-realtime": 2,
     "coarse-4core": 2,
+    "tight-4core": 2,
 }
 """The examples with fewer than three priority tiers, and how many they have."""
 
