@@ -963,10 +963,12 @@ def bench(
     chosen = policies.split(",") if policies else None
     for name in names or []:
         _load_scenario(name)
-    for k, policy in enumerate(chosen or []):
+    seen: set[str] = set()
+    for policy in chosen or []:
         _check_bench_entry(policy)
-        if policy in (chosen or [])[:k]:
+        if policy in seen:
             raise CLIError(f"--policies names {policy!r} twice")
+        seen.add(policy)
     by_policy = _bench_params(params, chosen)
     table = run_bench(names, chosen, _seeds(seeds, seed), out_dir, console=err, jobs=jobs,
                       params=by_policy)  # fmt: skip
