@@ -131,7 +131,13 @@ def run_bench(
     with the settings given there (the others with their defaults); return the path of the
     markdown tables. Per-run JSON goes to ``runs/<scenario>--<policy>--seed<seed>.json``; the
     first seed's runs are plotted, with a CDF of SLO satisfaction per scenario."""
-    from scheduler.bench.table import compare_henge, markdown_table, tier_table
+    from scheduler.bench.table import (
+        compare_henge,
+        leader_table,
+        markdown_table,
+        policy_matrix,
+        tier_table,
+    )
     from scheduler.sim.plots import plot_cdf
 
     chosen = bench_policies(policies)
@@ -165,7 +171,10 @@ def run_bench(
     given = "".join(f"; {p} with {json.dumps(dict(params[p]))}" for p in chosen if params.get(p))
     table = out_dir / "results.md"
     table.write_text(
-        f"# henge bench (seeds {seed_text}{given})\n\n{markdown_table(ordered)}\n"
+        f"# henge bench (seeds {seed_text}{given})\n\n"
+        f"## henge against every other policy\n\n{leader_table(ordered)}\n"
+        f"## Utility fraction by policy (mean over seeds)\n\n{policy_matrix(ordered)}\n"
+        f"## Every policy\n\n{markdown_table(ordered)}\n"
         f"## SLO satisfaction per priority tier\n\n{tier_table(ordered)}\n"
         f"## henge against henge-paper (means over seeds)\n\n{compare_henge(ordered)}\n"
     )

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 HENGE, HENGE_PAPER = "henge", "henge-paper"
+NOT_BASELINES = (HENGE, "utilitarian")
+"""Policies that are not baselines to beat: ``henge`` and ``utilitarian`` (its models and solver
+without the state machine)."""
 FIRST_POLICIES = (HENGE, HENGE_PAPER)
 KINDS = ("reconfigure", "reduce", "revert", "total")
 MISSING = "n/a"
@@ -39,6 +42,7 @@ COLUMNS = (
     "actions",
     "executor core-hours",
     "recovery (s)",
+    "changes per job per day",
 )
 TIER_COLUMNS = (
     "scenario",
@@ -86,6 +90,9 @@ class Row:
     tiers: dict[str, Spread]
     """Tier name → SLO satisfaction, highest priority first."""
     tier_recovery: dict[str, Timed]
+    changes_per_job_day: float | None
+    """Executor count changes per job and simulated day (every job's actions, a move of
+    several jobs counting once for each)."""
 
     @property
     def runs(self) -> int:
@@ -176,7 +183,16 @@ def _merge(scenario: str, policy: str, group: Sequence[Mapping[str, Any]]) -> Ro
             for key in tiers
         },
         tier_recovery={key: _tier_recovery(key, with_events) for key in tiers},
+        changes_per_job_day=_mean([_changes_per_job_day(s) for s in group]),
     )
+
+
+def _changes_per_job_day(summary: Mapping[str, Any]) -> float | None:
+    jobs = summary.get("jobs") or []
+    days = float(summary.get("sim_seconds") or 0.0) / 86_400.0
+    if not jobs or days <= 0:
+        return None
+    return sum(int(job.get("actions", 0)) for job in jobs) / len(jobs) / days
 
 
 def _tier_recovery(key: str, with_events: Sequence[Sequence[Mapping[str, Any]]]) -> Timed:
@@ -239,10 +255,88 @@ def markdown_table(summaries: Sequence[Mapping[str, Any]]) -> str:
             *(_count(row.actions[kind]) for kind in KINDS),
             _num(row.core_hours, 2),
             _time(row.recovery),
+            _num(row.changes_per_job_day, 1),
         ]
         for row in rows(summaries)
     ]
     return _table(COLUMNS, cells)
+
+
+LEADER_COLUMNS = (
+    "scenario",
+    "henge utility fraction",
+    "henge oracle fraction",
+    "changes per job per day",
+    "reverts",
+    "best other policy",
+    "best baseline",
+    "henge − best other",
+)
+
+
+def _best(candidates: Sequence[Row]) -> Row | None:
+    scored = [r for r in candidates if r.utility_fraction.mean is not None]
+    return max(scored, key=lambda r: r.utility_fraction.mean or 0.0) if scored else None
+
+
+def _named(row: Row | None) -> str:
+    return MISSING if row is None else f"{row.policy} {_num(row.utility_fraction.mean, 3)}"
+
+
+def leader_table(summaries: Sequence[Mapping[str, Any]]) -> str:
+    """Per scenario with a ``henge`` run: its fractions, how often it changes each job's
+    executors, and the best of the other policies (variants of ``henge`` aside) and of the
+    baselines (neither ``henge`` nor ``utilitarian``) by mean utility fraction."""
+    by_scenario: dict[str, list[Row]] = {}
+    for row in rows(summaries):
+        by_scenario.setdefault(row.scenario, []).append(row)
+    cells = []
+    for scenario, group in by_scenario.items():
+        henge = next((r for r in group if r.policy == HENGE), None)
+        if henge is None:
+            continue
+        others = [r for r in group if base_policy(r.policy) != HENGE]
+        best = _best(others)
+        baseline = _best([r for r in others if base_policy(r.policy) not in NOT_BASELINES])
+        lead = (
+            None
+            if best is None or henge.utility_fraction.mean is None
+            else henge.utility_fraction.mean - (best.utility_fraction.mean or 0.0)
+        )
+        cells.append(
+            [
+                scenario,
+                fraction_text(henge.utility_fraction),
+                fraction_text(henge.oracle_fraction),
+                _num(henge.changes_per_job_day, 1),
+                _count(henge.actions["revert"]),
+                _named(best),
+                _named(baseline),
+                MISSING if lead is None else f"{lead:+.3f}",
+            ]
+        )
+    return _table(LEADER_COLUMNS, cells)
+
+
+def policy_matrix(summaries: Sequence[Mapping[str, Any]]) -> str:
+    """Mean utility fraction, one row per scenario and one column per policy (or variant)."""
+    table_rows = rows(summaries)
+    policies = sorted({r.policy for r in table_rows}, key=policy_order)
+    by_key = {(r.scenario, r.policy): r for r in table_rows}
+    scenarios = list(dict.fromkeys(r.scenario for r in table_rows))
+    cells = [
+        [
+            scenario,
+            *(
+                _num(by_key[scenario, p].utility_fraction.mean, 3)
+                if (scenario, p) in by_key
+                else MISSING
+                for p in policies
+            ),
+        ]
+        for scenario in scenarios
+    ]
+    return _table(["scenario", *policies], cells)
 
 
 def tier_table(summaries: Sequence[Mapping[str, Any]]) -> str:

@@ -302,9 +302,15 @@ def test_a_variant_runs_its_policy_with_its_own_settings_in_a_row_of_its_own(
     assert runs["henge@fast"]["actions"] != runs["henge"]["actions"]
     # One row each, the variant right after its policy, whatever the order asked.
     text = table.read_text()
-    order = [line.split(" | ")[1] for line in text.splitlines()
+    every = text.split("## Every policy", 1)[1]
+    order = [line.split(" | ")[1] for line in every.splitlines()
              if line.startswith("| tiers-spike | ")]  # fmt: skip
     assert order[:3] == ["henge", "henge@fast", "utilitarian"], order
+    # The summary tables first: henge against the others (its variant is none of them), and
+    # a column per policy and variant.
+    assert "| tiers-spike | " in text.split("## henge against every other policy", 1)[1]
+    matrix = text.split("## Utility fraction by policy", 1)[1].splitlines()
+    assert "| scenario | henge | henge@fast | utilitarian |" in matrix
     assert text.splitlines()[0] == (
         '# henge bench (seeds 1; henge@fast with {"quiesce_s": 20.0, "backlog_debt": 0.0})'
     )

@@ -8,9 +8,12 @@ import pytest
 
 from scheduler.bench.table import (
     COLUMNS,
+    LEADER_COLUMNS,
     TIER_COLUMNS,
     compare_henge,
+    leader_table,
     markdown_table,
+    policy_matrix,
     rows,
     tier_table,
 )
@@ -102,7 +105,7 @@ def test_table_cells() -> None:
     (row,) = table_rows(text)
     assert row == [
         "s", "henge", "1", "0.900", "n/a", "0.900", "0.500", "0.900", "1.000", "never",
-        "4", "2", "1", "7", "1.23", "n/a",
+        "4", "2", "1", "7", "1.23", "n/a", "n/a",
     ]  # fmt: skip
 
 
@@ -195,3 +198,48 @@ def test_tier_table_has_satisfaction_mean_worst_and_recovery_per_tier() -> None:
     ]  # fmt: skip
     (row,) = table_rows(tier_table([summary("s", "static")]))
     assert row[3:] == ["n/a", "n/a"]
+
+
+def with_jobs(run: dict[str, Any], actions: list[int], sim_seconds: float) -> dict[str, Any]:
+    jobs = [{"name": f"j{i}", "priority": 10.0, "actions": n} for i, n in enumerate(actions)]
+    return {**run, "jobs": jobs, "sim_seconds": sim_seconds}
+
+
+def test_changes_per_job_per_day_count_every_jobs_actions_over_the_simulated_days() -> None:
+    half_day = with_jobs(summary("s", "henge", seed=1), [3, 1], 43_200.0)  # 4 / 2 jobs / 0.5 d
+    day = with_jobs(summary("s", "henge", seed=2), [2, 0], 86_400.0)  # 2 / 2 jobs / 1 d
+    (merged,) = rows([half_day, day])
+    assert merged.changes_per_job_day == pytest.approx((4.0 + 1.0) / 2)
+    (row,) = table_rows(markdown_table([half_day, day]))
+    assert row[COLUMNS.index("changes per job per day")] == "2.5"
+
+
+def test_the_leader_table_names_the_best_other_policy_and_the_best_baseline() -> None:
+    summaries = [
+        with_jobs(summary("s", "henge", fraction=0.95, actions=(5, 0, 2)), [4, 2], 86_400.0),
+        summary("s", "henge@wide", fraction=0.99),  # a variant of henge is no other policy
+        summary("s", "utilitarian", fraction=0.97),
+        summary("s", "dhalion", fraction=0.90),
+        summary("s", "static", fraction=0.50),
+        summary("t", "henge", fraction=0.80),
+        summary("t", "ds2", fraction=0.70),
+        summary("u", "dhalion", fraction=0.70),  # no henge run: no row
+    ]
+    text = leader_table(summaries)
+    assert [c.strip() for c in text.splitlines()[0].strip("|").split("|")] == list(LEADER_COLUMNS)
+    assert table_rows(text) == [
+        ["s", "0.950", "0.950", "3.0", "2", "utilitarian 0.970", "dhalion 0.900", "-0.020"],
+        ["t", "0.800", "0.950", "n/a", "0", "ds2 0.700", "ds2 0.700", "+0.100"],
+    ]
+
+
+def test_the_policy_matrix_has_a_column_per_policy_and_marks_a_missing_run() -> None:
+    summaries = [
+        summary("a", "static", fraction=0.5),
+        summary("a", "henge", fraction=0.9, seed=1),
+        summary("a", "henge", fraction=0.7, seed=2),
+        summary("b", "henge", fraction=0.8),
+    ]
+    text = policy_matrix(summaries)
+    assert text.splitlines()[0] == "| scenario | henge | static |"
+    assert table_rows(text) == [["a", "0.800", "0.500"], ["b", "0.800", "n/a"]]
