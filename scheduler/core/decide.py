@@ -53,7 +53,8 @@ class CoreSettings:
     """After an outage, observe this long before acting again (5 min, as in the paper)."""
     admission: str = "policy"
     """Admission rule: ``policy`` (the policy's own: ``slos-met`` for Henge, ``fits`` for the
-    baselines), or force ``slos-met`` or ``fits`` for every policy."""
+    baselines, ``priority`` for the product policy), or force ``slos-met``, ``fits`` or
+    ``priority`` for every policy."""
     credit_shrinks: bool = True
     """Cores a plan takes from shrinking jobs count as free for the growing jobs of the same plan
     (a revert moves executors between jobs). Off: growth is bounded by today's free cores."""

@@ -26,8 +26,8 @@ class ProductSettings:
     long (1 h, §2.6.1): more executors do not help a job that does not use the ones it has."""
     converged_drop: float = 0.05
     """In ``converged``, the utility fraction falling this far below the best fraction reached
-    since converging forgets the history: reverting to a configuration of another load would
-    not help (§2.6.3). The reference only rises while the state lasts."""
+    since converging resets that reference to the fraction now (``henge`` keeps no history of
+    configurations to revert to; §2.6.3). The reference only rises while the state lasts."""
     settle_rounds: int = 4
     """Rounds with nothing to do before ``not_converged`` becomes ``converged`` (§2.6.1)."""
     capacity_threshold: float = 0.3

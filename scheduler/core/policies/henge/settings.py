@@ -44,8 +44,9 @@ class HengeSettings:
     step: int = 10
     """Multiplier of eq. 2.4: extra executors = ceil((capacity / threshold - 1) * step)."""
     drop_tolerance: float = 0.0
-    """Total utility must fall by more than this fraction of the maximum to count as dropped
-    after a reconfiguration (0: any drop, as in the paper)."""
+    """Total utility must fall by more than this fraction of the maximum (the summed priorities
+    of the jobs counted both when the reconfiguration was made and when it is judged) to count
+    as dropped after it (0: any drop, as in the paper)."""
     history_size: int = 50
     """Configurations kept for reverting; the oldest (never the best) is dropped beyond it."""
 
