@@ -14,12 +14,12 @@ CORE_SOURCES := $(shell find scheduler/core -name '*.py') scheduler/compiled.py 
 LINT_PATHS := scheduler agent tests migrations examples/spark
 AGENT_WHEEL_DIR := dist
 
-.PHONY: setup demo test lint typecheck postgres agent-wheel uncompile clean
+.PHONY: setup demo test lint typecheck docs docs-check postgres agent-wheel uncompile clean
 
 $(STAMP): pyproject.toml agent/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ./agent -e ".[dev,spark]"
+	$(BIN)/pip install --quiet -e ./agent -e ".[dev,spark,docs]"
 	touch $(STAMP)
 
 $(COMPILED): $(STAMP) $(CORE_SOURCES)
@@ -46,18 +46,25 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy scheduler/core agent/henge_agent
 
+# NO_MKDOCS_2_WARNING: the Material theme otherwise prints a banner about its successor each build.
+docs: setup  ## serve the documentation site at http://127.0.0.1:8000, rebuilt on every edit
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+docs-check: setup  ## build the site with --strict: a dead link or a page missing from the navigation fails
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's driver installs)
 	$(BIN)/python -m build --wheel --outdir $(AGENT_WHEEL_DIR) agent
 
-# The tests run in two parts, each printing its slowest 25 tests' times. Those that start no Spark
-# share out over four workers, whatever the cores: many of them wait on servers and subprocesses,
-# so two workers a core keep a 2-core machine busy (7 minutes there with two, 5 with four), and
-# more would pass Postgres's default limit of 100 connections (each worker has its own session
-# database, and a few tests drive servers with tens of connections). The real Spark ones run
-# alone after them, since they time real processes on the machine's cores.
-test: setup postgres lint typecheck  ## every check and every test
-	$(BIN)/pytest --numprocesses 4 --ignore tests/spark --durations=25
-	$(BIN)/pytest tests/spark --durations=25
+# The tests run in two parts at once (scripts/run-tests.sh), each printing its slowest 25 tests'
+# times: the real Spark ones alone in one process, since they time real processes on the
+# machine's cores, and beside them, at a lower priority, those that start no Spark, shared out
+# over four workers whatever the cores (many wait on servers and subprocesses, so two workers a
+# core keep a 2-core machine busy; more would pass Postgres's default limit of 100 connections:
+# each worker has its own session database, and a few tests drive servers with tens of
+# connections).
+test: setup postgres lint typecheck docs-check  ## every check and every test
+	BIN=$(BIN) scripts/run-tests.sh
 
 clean: uncompile
 	rm -rf $(VENV) $(AGENT_WHEEL_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis henge.db henge.db-*
