@@ -593,6 +593,25 @@ def _stretches(option: str, text: str) -> list[float]:
     return stretches
 
 
+@bench_app.command("history")
+def bench_history(
+    jobs: Annotated[int, typer.Option(min=1, help="Jobs with a full history.")] = 20,
+    days: Annotated[float, typer.Option(min=1, help="Days of input minutes per job.")] = 35.0,
+    pg_server: ScratchServer = DEFAULT_PG_SERVER,
+    json_file: FiguresFile = None,
+) -> None:
+    """Each job's input per minute on a scratch Postgres database: its size on disk per job,
+    the time to read one job's whole history and its last hour, and the roll-up's speed."""
+    from scheduler.bench.history import measure, summary_lines
+    from scheduler.bench.server import temporary_database
+
+    with temporary_database(pg_server, "henge_history") as url:
+        figures = measure(url, jobs, days)
+    for line in summary_lines(figures):
+        out.print(line)
+    _write_json(json_file, figures.to_dict())
+
+
 @bench_app.command("reference")
 def bench_reference(
     scenarios: Annotated[str, typer.Option(help="Comma-separated scenarios.")] = "tiers-diurnal",

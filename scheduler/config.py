@@ -134,6 +134,18 @@ class Settings(BaseSettings):
     purge_interval_s: float = Field(
         3600.0, gt=0, description="Seconds between two retention purges."
     )
+    history_days: float = Field(
+        35.0,
+        gt=0,
+        description="Each job's input per minute (rolled up from its metric windows) is kept "
+        "this long, apart from the windows' retention: five weeks show a weekly pattern.",
+    )
+    history_rollup_s: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds between two roll-ups of newly received metric windows into each "
+        "job's input per minute.",
+    )
     max_report_bytes: int = Field(
         256 * 1024, ge=1024, description="Largest report body accepted, in bytes."
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import structlog
@@ -23,6 +23,7 @@ from scheduler.leader import Leadership
 from scheduler.prometheus import ServiceMetrics
 from scheduler.realize.port import Realizer
 from scheduler.realize.registry import KUBE_REALIZERS, make_realizer
+from scheduler.registry import history
 from scheduler.registry import repository as repo
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.migrate import current_revision, head_revision
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     from scheduler.kube.settings import KubeSettings
 
 log = structlog.get_logger("henge.service")
+
+ROLL_UP_LAG = timedelta(seconds=30)
+"""Windows received this recently wait for the next roll-up: a request may still be committing
+windows it stamped earlier."""
 
 
 class SchemaBehindError(RuntimeError):
@@ -122,24 +127,48 @@ class Service:
     loop: SchedulerLoop
     metrics: ServiceMetrics
     leadership: Leadership
+    clock: Callable[[], datetime] = utc_now
+    """The clock the API stamps reports with: the purge and the roll-up read it too."""
 
     def purge(self) -> int:
         """Delete metric windows and rounds (with their actions and allocations) older than
         the retention, then let the registry reuse their space; returns how many windows
         went."""
-        cutoff = repo.retention_cutoff(utc_now(), self.settings.retention_days)
+        now = self.clock()
+        cutoff = repo.retention_cutoff(now, self.settings.retention_days)
+        history_cutoff = repo.retention_cutoff(now, self.settings.history_days)
+        self.roll_up_history()  # nothing a purge takes may be missing from the history
         with make_session_factory(self.engine)() as session, session.begin():
             windows = repo.purge_windows(session, cutoff)
             rounds = repo.purge_rounds(session, cutoff)
+            hours = history.purge_input_hours(session, history_cutoff)
         repo.reclaim_purged_space(self.engine)  # also what rounds rewrote since the last one
         log.info(
-            "retention.purged", windows=windows, rounds=rounds, days=self.settings.retention_days
+            "retention.purged",
+            windows=windows,
+            rounds=rounds,
+            input_hours=hours,
+            days=self.settings.retention_days,
+            history_days=self.settings.history_days,
         )
         return windows
 
+    def roll_up_history(self) -> int:
+        """Add the metric windows received since the last roll-up (but for the last
+        :data:`ROLL_UP_LAG`) to each job's input per minute; returns how many were read."""
+        until = self.clock() - ROLL_UP_LAG
+        total = 0
+        while True:
+            with make_session_factory(self.engine)() as session, session.begin():
+                read = history.roll_up(session, until)
+            total += read
+            if read < history.ROLL_UP_BATCH:
+                return total
+
     def start_background(self) -> BackgroundScheduler:
-        """Rounds every ``round_interval_s`` (one at a time, late runs coalesced) and the
-        retention purge every ``purge_interval_s``."""
+        """Rounds every ``round_interval_s`` (one at a time, late runs coalesced), the input
+        history's roll-up every ``history_rollup_s`` and the retention purge every
+        ``purge_interval_s``."""
         scheduler = BackgroundScheduler(timezone="UTC")
         if self.settings.scheduler_enabled:
             scheduler.add_job(
@@ -151,6 +180,14 @@ class Service:
                 coalesce=True,
                 misfire_grace_time=None,
             )
+        scheduler.add_job(
+            self.roll_up_history,
+            "interval",
+            seconds=self.settings.history_rollup_s,
+            id="history",
+            max_instances=1,
+            coalesce=True,
+        )
         scheduler.add_job(
             self.purge,
             "interval",
@@ -203,7 +240,7 @@ def build_service(
         on_round=app.state.round_cache.set,
     )
     return Service(
-        settings, engine, app, loop, metrics, Leadership(engine, settings.leader_retry_s)
+        settings, engine, app, loop, metrics, Leadership(engine, settings.leader_retry_s), clock
     )
 
 

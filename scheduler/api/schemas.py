@@ -273,6 +273,21 @@ class JobHistory(BaseModel):
     points: list[HistoryPoint]
 
 
+class InputMinuteOut(BaseModel):
+    """A job's input over one minute (rows per second), on the clock of its agent."""
+
+    minute: datetime
+    arrived_rate: float
+    processed_rate: float
+    seconds: float
+    """Seconds of report windows behind the rates (60 when none was missed)."""
+
+
+class JobInput(BaseModel):
+    job_id: str
+    minutes: list[InputMinuteOut]
+
+
 class JobActionOut(BaseModel):
     """One action on a job, for its page (``/v1/rounds`` is the admin's)."""
 

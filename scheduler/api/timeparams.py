@@ -46,6 +46,9 @@ WINDOWS = time_range("Windows", "ending after this time", "ending at or before t
 ROUNDS = time_range(
     "Rounds", "started at or after this time", "started at or before this time", 100
 )
+MINUTES = time_range(
+    "Minutes", "starting at or after this time", "starting before this time", 10_000
+)
 ACTIONS = time_range(
     "Actions", "in rounds started at or after this time", "in rounds started until this time", 1000
 )

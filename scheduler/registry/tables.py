@@ -11,6 +11,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -126,6 +127,32 @@ class MetricWindow(Base):
     capacity: Mapped[float | None] = mapped_column(Float, nullable=True)
     input_rate: Mapped[float | None] = mapped_column(Float, nullable=True)
     processed_rate: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class InputHour(Base):
+    """One job's input over one hour, minute by minute, rolled up from its report windows
+    (:mod:`scheduler.registry.history`) and kept for ``history_days``, long after the windows
+    themselves: what a forecast of the job's input is fitted on. ``minutes`` packs, for each of
+    the hour's 60 minutes, the rows arrived, the rows processed and the seconds of report
+    windows behind them (:func:`scheduler.registry.history.pack`): a row an hour pays the key
+    and the row's overhead once for 60 minutes."""
+
+    __tablename__ = "input_hours"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    hour: Mapped[datetime] = mapped_column(UTCDateTime, primary_key=True)
+    """The hour's start, on the clock of the job's agent (window ends)."""
+    minutes: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class RegistryMark(Base):
+    """A named point in time the registry's background work has reached, e.g. the receipt time
+    up to which report windows are rolled up into :class:`InputMinute`."""
+
+    __tablename__ = "registry_marks"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 class Round(Base):

@@ -589,6 +589,18 @@ def test_bench_soak_samples_memory_and_registry_while_retention_keeps_it_level(t
     assert figures["rss_growth_second_half"] is not None
 
 
+def test_bench_history_measures_a_full_history_and_a_roll_up(tmp_path: Path, pg_server: str):
+    out_file = tmp_path / "history.json"
+    text = ok(henge("bench", "history", "--jobs", "2", "--days", "1", "--pg-server", pg_server,
+                    "--json", str(out_file)))  # fmt: skip
+    assert "MiB a job" in text and "windows/s" in text
+    figures = json.loads(out_file.read_text())
+    assert figures["minutes_per_job"] == 1440
+    assert 720 * 24 < figures["bytes_per_job"] < 10 * 2**20  # the packed hours, key and index
+    assert figures["read_all_ms"] > 0 and figures["read_hour_ms"] > 0
+    assert figures["rollup_windows"] == 2 * 360  # an hour of 10-s windows for each job
+
+
 def test_bench_ingest_needs_the_admin_token(server: ServerHandle, tenant: dict[str, Any]):
     one_line_error(
         henge("bench", "ingest", "--url", server.url, "--seconds", "1", token=tenant["token"]),

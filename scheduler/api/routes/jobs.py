@@ -15,16 +15,19 @@ from scheduler.api.schemas import (
     ExecutorsIn,
     ExecutorsOut,
     HistoryPoint,
+    InputMinuteOut,
     JobActionOut,
     JobCreate,
     JobCreated,
     JobHistory,
+    JobInput,
     JobOut,
     JobPatch,
     SLOIn,
 )
-from scheduler.api.timeparams import ACTIONS, WINDOWS, TimeRange
+from scheduler.api.timeparams import ACTIONS, MINUTES, WINDOWS, TimeRange
 from scheduler.core.slo import SLOError, slo_from_mapping, validate_slo
+from scheduler.registry import history
 from scheduler.registry import repository as repo
 from scheduler.registry.tables import Job, MetricWindow
 
@@ -193,6 +196,23 @@ def job_history(
     return JobHistory(
         job_id=job.id,
         points=[HistoryPoint.model_validate(row, from_attributes=True) for row in rows],
+    )
+
+
+@router.get("/{job_id}/input", response_model=JobInput)
+def job_input(
+    job_id: str,
+    span: TimeRange = Depends(MINUTES),
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_reader),
+) -> JobInput:
+    """The job's input per minute in the range, oldest first (the newest ``limit`` minutes),
+    kept for ``HENGE_HISTORY_DAYS``: what its forecasts are fitted on."""
+    job = _visible(session, job_id, who)
+    found = history.input_minutes(session, job.id, span.since, span.until, span.limit)
+    return JobInput(
+        job_id=job.id,
+        minutes=[InputMinuteOut.model_validate(m, from_attributes=True) for m in found],
     )
 
 
