@@ -131,8 +131,9 @@ class Service:
     """The clock the API stamps reports with: the purge and the roll-up read it too."""
 
     def purge(self) -> int:
-        """Delete metric windows and rounds (with their actions and allocations) older than
-        the retention, then let the registry reuse their space; returns how many windows
+        """Roll up what the history lacks, delete metric windows and rounds (with their
+        actions and allocations) older than the retention and input hours older than
+        ``history_days``, then let the registry reuse their space; returns how many windows
         went."""
         now = self.clock()
         cutoff = repo.retention_cutoff(now, self.settings.retention_days)
