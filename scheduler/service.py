@@ -171,32 +171,20 @@ class Service:
         history's roll-up every ``history_rollup_s`` and the retention purge every
         ``purge_interval_s``."""
         scheduler = BackgroundScheduler(timezone="UTC")
+        # One run at a time, late runs coalesced; a round runs however late it is.
+        every = {"trigger": "interval", "max_instances": 1, "coalesce": True}
         if self.settings.scheduler_enabled:
             scheduler.add_job(
                 self._safe_round,
-                "interval",
                 seconds=self.settings.round_interval_s,
                 id="round",
-                max_instances=1,
-                coalesce=True,
                 misfire_grace_time=None,
+                **every,
             )
         scheduler.add_job(
-            self.roll_up_history,
-            "interval",
-            seconds=self.settings.history_rollup_s,
-            id="history",
-            max_instances=1,
-            coalesce=True,
+            self.roll_up_history, seconds=self.settings.history_rollup_s, id="history", **every
         )
-        scheduler.add_job(
-            self.purge,
-            "interval",
-            seconds=self.settings.purge_interval_s,
-            id="purge",
-            max_instances=1,
-            coalesce=True,
-        )
+        scheduler.add_job(self.purge, seconds=self.settings.purge_interval_s, id="purge", **every)
         scheduler.start()
         return scheduler
 
