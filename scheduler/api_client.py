@@ -69,7 +69,8 @@ class HengeClient:
     def close(self) -> None:
         self._http.close()
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def request(self, method: str, path: str, *, missing_ok: bool = False, **kwargs: Any) -> Any:
+        """The answer's JSON; with ``missing_ok``, ``None`` for a 404 (nothing there yet)."""
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.ConnectError as exc:
@@ -81,6 +82,8 @@ class HengeClient:
             raise ClientError(f"the Henge API at {self.config.url} did not answer in time") from exc
         except httpx.HTTPError as exc:
             raise ClientError(f"request to {self.config.url} failed: {exc}") from exc
+        if missing_ok and response.status_code == 404:
+            return None
         if response.status_code >= 400:
             raise ClientError(describe_error(response))
         if response.status_code == 204 or not response.content:

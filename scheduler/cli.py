@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -38,7 +40,12 @@ bench_app = typer.Typer(
 )
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(job_app, name="job")
+forecast_app = typer.Typer(
+    help="Input forecasts, fitted from each job's input history and read by every round.",
+    no_args_is_help=True,
+)
 app.add_typer(bench_app, name="bench")
+app.add_typer(forecast_app, name="forecast")
 
 out = Console()
 err = Console(stderr=True)
@@ -156,6 +163,57 @@ def migrate(
     out.print(f"registry schema: {before or 'empty'} -> {after}")
 
 
+# ---- forecasts -------------------------------------------------------------------------------
+
+
+class FitEngine(StrEnum):
+    local = "local"
+    spark = "spark"
+
+
+@forecast_app.command("fit")
+def forecast_fit(
+    database_url: Annotated[
+        str | None, typer.Option(help="Registry URL [HENGE_DATABASE_URL].")
+    ] = None,
+    engine: Annotated[
+        FitEngine,
+        typer.Option(
+            help="local: one fit after another in this process (what henge serve does every "
+            "HENGE_FORECAST_INTERVAL_S); spark: every fit in one PySpark job, grouped by job "
+            "(needs the spark extra and Java 17)."
+        ),
+    ] = FitEngine.local,
+    master: Annotated[str, typer.Option(help="Spark master URL for --engine spark.")] = "local[*]",
+) -> None:
+    """Fit every registered job's input forecast from its input history (HENGE_HISTORY_DAYS of
+    minutes) and store it; jobs with under an hour of history are left out."""
+    from scheduler.clock import utc_now
+    from scheduler.config import load_settings
+    from scheduler.logs import configure_logging
+    from scheduler.registry import forecasts
+    from scheduler.registry.engine import make_engine, make_session_factory
+
+    settings = load_settings(database_url=database_url)
+    configure_logging(settings.log_level, settings.log_format)
+    registry = make_engine(settings.database_url, pool_size=1)
+    started = time.perf_counter()
+    try:
+        now = utc_now()
+        with make_session_factory(registry)() as session, session.begin():
+            job_ids = forecasts.forecast_jobs(session)
+            days = settings.history_days
+            if engine is FitEngine.spark:
+                fitted = forecasts.fit_jobs_on_spark(session, job_ids, now, days, master)
+            else:
+                fitted = forecasts.fit_jobs(session, job_ids, now, days)
+    finally:
+        registry.dispose()
+    seconds = time.perf_counter() - started
+    out.print(f"fitted {len(fitted)} of {len(job_ids)} jobs' forecasts ({engine.value}) ", end="")
+    out.print(f"in {seconds:.1f} s")
+
+
 # ---- tenants ---------------------------------------------------------------------------------
 
 
@@ -265,10 +323,13 @@ def job_list(url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = Fals
 def job_show(
     job_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
 ) -> None:
-    """Show one job."""
-    job = _client(url, token).get(f"/v1/jobs/{job_id}")
+    """Show one job, with its input forecast: how it was fitted, its error against the
+    seasonal-naive forecast (fitted, and on the input since) and whether it is trusted."""
+    client = _client(url, token)
+    job = client.get(f"/v1/jobs/{job_id}")
+    forecast = client.request("GET", f"/v1/jobs/{job_id}/forecast", missing_ok=True)
     if as_json:
-        _print_json(job)
+        _print_json({**job, "forecast": forecast})
         return
     ex = job["executors"]
     _table(
@@ -296,7 +357,22 @@ def job_show(
             ["capacity", job["capacity"]],
             ["last report", job["last_report_at"]],
             ["actuator", job["actuator"]],
+            ["forecast", _forecast_text(forecast)],
         ],
+    )
+
+
+def _forecast_text(forecast: dict[str, Any] | None) -> str:
+    if forecast is None:
+        return "none yet (fitted once the job has an hour of input history)"
+
+    def ratio(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    trust = "trusted" if forecast["trusted"] else "not trusted: the reactive rules size the job"
+    return (
+        f"{forecast['method']}, fitted {forecast['fitted_at']}; error against seasonal-naive "
+        f"{ratio(forecast['error'])} fitted, {ratio(forecast['recent_error'])} since; {trust}"
     )
 
 
@@ -610,6 +686,48 @@ def bench_history(
     for line in summary_lines(figures):
         out.print(line)
     _write_json(json_file, figures.to_dict())
+
+
+@bench_app.command("forecast")
+def bench_forecast(
+    report: Annotated[
+        Path, typer.Option("--out", help="Markdown report of the comparison.")
+    ] = Path("bench-out/forecasters.md"),
+    only: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated candidate name prefixes (default: every installed one)."
+        ),
+    ] = None,
+    origins: Annotated[int, typer.Option(min=1, help="Forecast origins per series.")] = 24,
+    fleet: Annotated[
+        int, typer.Option(min=0, help="Also fit this many five-week jobs at once (0: skip).")
+    ] = 1000,
+    spark_master: Annotated[
+        str | None,
+        typer.Option(
+            help="Fit the --fleet jobs as one PySpark job on this master too "
+            "(e.g. local[*]; needs the spark extra and Java 17)."
+        ),
+    ] = None,
+) -> None:
+    """Input-rate forecasters compared: statsforecast, statsmodels and Prophet where installed
+    and the built-in seasonal profile, on install size, fit time on five weeks of minutes, MASE
+    at 5, 15 and 60 minutes against seasonal-naive and the upper quantile's coverage, on the
+    NASA trace (../shared/traces) and generated inputs; then the time to fit a fleet's forecasts
+    in one process and, with --spark-master, as one PySpark job."""
+    from scheduler.bench.forecast_fleet import measure
+    from scheduler.bench.forecasters import compare
+
+    report.parent.mkdir(parents=True, exist_ok=True)
+    prefixes = [p.strip() for p in only.split(",") if p.strip()] if only else None
+    text = compare(out=report, origin_count=origins, many=0, only=prefixes)
+    if fleet:
+        lines = measure(fleet, spark_master).lines()
+        text += "\n" + "\n".join(f"- {line}" for line in lines) + "\n"
+        report.write_text(text)
+    out.print(text)
+    out.print(f"wrote {report}")
 
 
 @bench_app.command("reference")

@@ -146,6 +146,12 @@ class Settings(BaseSettings):
         description="Seconds between two roll-ups of newly received metric windows into each "
         "job's input per minute.",
     )
+    forecast_interval_s: float = Field(
+        3600.0,
+        gt=0,
+        description="Seconds between two fits of every job's input forecast from its input "
+        "history (a round reads the latest; henge forecast fit fits them at once).",
+    )
     max_report_bytes: int = Field(
         256 * 1024, ge=1024, description="Largest report body accepted, in bytes."
     )

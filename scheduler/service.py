@@ -23,7 +23,7 @@ from scheduler.leader import Leadership
 from scheduler.prometheus import ServiceMetrics
 from scheduler.realize.port import Realizer
 from scheduler.realize.registry import KUBE_REALIZERS, make_realizer
-from scheduler.registry import history
+from scheduler.registry import forecasts, history
 from scheduler.registry import repository as repo
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.migrate import current_revision, head_revision
@@ -40,6 +40,8 @@ log = structlog.get_logger("henge.service")
 ROLL_UP_LAG = timedelta(seconds=30)
 """Windows received this recently wait for the next roll-up: a request may still be committing
 windows it stamped earlier."""
+FORECAST_BATCH = 50
+"""Jobs whose forecasts one transaction fits and stores."""
 
 
 class SchemaBehindError(RuntimeError):
@@ -166,10 +168,25 @@ class Service:
             if read < history.ROLL_UP_BATCH:
                 return total
 
+    def fit_forecasts(self) -> int:
+        """Fit every job's input forecast from its input history and store it, a few jobs a
+        transaction; returns how many were fitted."""
+        now = self.clock()
+        sessions = make_session_factory(self.engine)
+        with sessions() as session:
+            job_ids = forecasts.forecast_jobs(session)
+        fitted = 0
+        for start in range(0, len(job_ids), FORECAST_BATCH):
+            with sessions() as session, session.begin():
+                chunk = job_ids[start : start + FORECAST_BATCH]
+                fitted += len(forecasts.fit_jobs(session, chunk, now, self.settings.history_days))
+        log.info("forecasts.fitted", jobs=fitted, of=len(job_ids))
+        return fitted
+
     def start_background(self) -> BackgroundScheduler:
         """Rounds every ``round_interval_s`` (one at a time, late runs coalesced), the input
-        history's roll-up every ``history_rollup_s`` and the retention purge every
-        ``purge_interval_s``."""
+        history's roll-up every ``history_rollup_s``, the forecasts' fit every
+        ``forecast_interval_s`` and the retention purge every ``purge_interval_s``."""
         scheduler = BackgroundScheduler(timezone="UTC")
         # One run at a time, late runs coalesced; a round runs however late it is.
         every = {"trigger": "interval", "max_instances": 1, "coalesce": True}
@@ -183,6 +200,9 @@ class Service:
             )
         scheduler.add_job(
             self.roll_up_history, seconds=self.settings.history_rollup_s, id="history", **every
+        )
+        scheduler.add_job(
+            self.fit_forecasts, seconds=self.settings.forecast_interval_s, id="forecast", **every
         )
         scheduler.add_job(self.purge, seconds=self.settings.purge_interval_s, id="purge", **every)
         scheduler.start()
@@ -227,6 +247,7 @@ def build_service(
         ),
         metrics=metrics,
         on_round=app.state.round_cache.set,
+        forecasts=forecasts.RegistryForecasts(make_session_factory(engine)),
     )
     return Service(
         settings, engine, app, loop, metrics, Leadership(engine, settings.leader_retry_s), clock

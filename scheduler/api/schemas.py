@@ -288,6 +288,30 @@ class JobInput(BaseModel):
     minutes: list[InputMinuteOut]
 
 
+class JobForecastOut(BaseModel):
+    """A job's latest input forecast: rows per second expected per step from ``start``, with an
+    upper quantile and the seasonal-naive forecast it has to beat."""
+
+    job_id: str
+    fitted_at: datetime
+    start: datetime
+    step_s: float
+    method: str
+    mean: list[float]
+    upper: list[float]
+    naive: list[float]
+    error: float | None = Field(
+        description="The fitter's backtest: its mean absolute error over the seasonal-naive "
+        "forecast's on the recent history (below 1: better)."
+    )
+    recent_error: float | None = Field(
+        description="The same on the minutes measured since the forecast starts (null: none yet)."
+    )
+    trusted: bool = Field(
+        description="Both errors are below 1: the henge policy acts on it when proactive."
+    )
+
+
 class JobActionOut(BaseModel):
     """One action on a job, for its page (``/v1/rounds`` is the admin's)."""
 

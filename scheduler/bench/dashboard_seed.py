@@ -17,6 +17,7 @@ import httpx
 from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
+from scheduler.registry import forecasts, history
 from scheduler.registry.engine import make_engine
 from scheduler.registry.tables import Action, Job, MetricWindow, Round
 
@@ -277,6 +278,16 @@ def write_windows(
         session.execute(insert(MetricWindow), rows[chunk : chunk + 5000])
 
 
+def fit_forecasts(session: Session, seeded: Seeded, end: datetime) -> None:
+    """Roll the windows up into each job's input per minute and store its forecast fitted on
+    them, as the service's schedule does (however short the history)."""
+    history.roll_up(session, end)
+    for job in seeded.jobs:
+        series = forecasts.minute_series(session, job.id, end, 1)
+        if series is not None:
+            forecasts.store_forecast(session, job.id, forecasts.fit_series(series), end)
+
+
 def seed_registry(
     base_url: str,
     admin_token: str,
@@ -290,6 +301,7 @@ def seed_registry(
     interval_s: float = 10.0,
     end: datetime | None = None,
     seed: int = 7,
+    with_forecasts: bool = False,
 ) -> Seeded:
     """Fill the registry of the service at ``base_url`` (database ``database_url``)."""
     rng = random.Random(seed)
@@ -304,6 +316,8 @@ def seed_registry(
                 if bulk_windows_per_job:
                     last = end - timedelta(seconds=interval_s * reports_per_job)
                     write_windows(session, seeded, bulk_windows_per_job, last, interval_s, rng)
+                    if with_forecasts:
+                        fit_forecasts(session, seeded, last)
                 session.commit()
             post_reports(http, seeded, reports_per_job, end, interval_s, executors, rng)
     finally:

@@ -91,6 +91,60 @@ class JobMetrics(WindowValues):
 
 
 @dataclass(frozen=True)
+class InputForecast:
+    """A job's input rate ahead, fitted from its history outside the round (DESIGN §8): one
+    value per ``step_s`` from ``start``. The round only reads it."""
+
+    start: datetime
+    """The moment the first values are for."""
+    mean: tuple[float, ...]
+    """Rows per second expected to arrive."""
+    upper: tuple[float, ...]
+    """The upper quantile of the same (the fitter's, 0.9 by default)."""
+    naive: tuple[float, ...]
+    """The seasonal-naive forecast of the same steps (the input one season earlier): what the
+    forecast has to beat to be trusted."""
+    error: float | None = None
+    """The fitter's backtest over the recent history: its mean absolute error over that of
+    the seasonal-naive forecast (below 1: it does better)."""
+    step_s: float = 60.0
+    method: str = ""
+    """How it was fitted (the fitter's name for its method), for display."""
+
+    def trusted(self, miss: float | None = None, naive: float | None = None) -> bool:
+        """Whether the forecast may be acted on: its fitter's backtest beat the seasonal-naive
+        forecast, and so did it on the input measured since, when ``miss`` and ``naive`` (its
+        error and the seasonal-naive forecast's on that input) say."""
+        if self.error is not None and self.error >= 1.0:
+            return False
+        return miss is None or naive is None or miss < naive
+
+    def index(self, moment: datetime) -> int | None:
+        """The step ``moment`` falls in, or ``None`` outside the forecast."""
+        k = math.floor((moment - self.start).total_seconds() / self.step_s)
+        return k if 0 <= k < len(self.mean) else None
+
+    def highest_upper(self, begin: datetime, seconds: float) -> float | None:
+        """The highest upper quantile from ``begin`` over the next ``seconds`` (as far as the
+        forecast reaches; ``None`` when it does not cover ``begin``)."""
+        return self._highest(self.upper, begin, seconds)
+
+    def highest_mean(self, begin: datetime, seconds: float) -> float | None:
+        """The highest mean from ``begin`` over the next ``seconds`` (as :meth:`highest_upper`)."""
+        return self._highest(self.mean, begin, seconds)
+
+    def _highest(self, values: tuple[float, ...], begin: datetime, seconds: float) -> float | None:
+        first = self.index(begin)
+        if first is None:
+            return None
+        last = min(len(values) - 1, first + math.ceil(seconds / self.step_s))
+        top = values[first]
+        for k in range(first + 1, last + 1):
+            top = max(top, values[k])
+        return top
+
+
+@dataclass(frozen=True)
 class JobView:
     """One registered job as a round sees it."""
 
@@ -113,6 +167,8 @@ class JobView:
     """True when applying a new size restarts the application (spark-operator)."""
     initial_executors: int | None = None
     """Executors a queued job starts with once admitted; ``None``: use ``executors``."""
+    forecast: InputForecast | None = None
+    """The job's latest input forecast, when one has been fitted."""
 
     @property
     def utility(self) -> float:

@@ -145,6 +145,26 @@ class InputHour(Base):
     minutes: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+class InputForecastRow(Base):
+    """One job's latest input forecast (:mod:`scheduler.registry.forecasts`): fitted from its
+    :class:`InputHour` minutes outside the rounds and read by every round. ``mean``, ``upper``
+    and ``naive`` pack one 32-bit float per step from ``start``."""
+
+    __tablename__ = "input_forecasts"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    fitted_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    start: Mapped[datetime] = mapped_column(UTCDateTime)
+    """The moment the first step is for (a minute's start, on the clock of the job's agent)."""
+    step_s: Mapped[float] = mapped_column(Float)
+    mean: Mapped[bytes] = mapped_column(LargeBinary)
+    upper: Mapped[bytes] = mapped_column(LargeBinary)
+    naive: Mapped[bytes] = mapped_column(LargeBinary)
+    error: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """The fitter's backtest error against the seasonal-naive forecast's (below 1: better)."""
+    method: Mapped[str] = mapped_column(String(32))
+
+
 class RegistryMark(Base):
     """A named point in time the registry's background work has reached, e.g. the receipt time
     up to which report windows are rolled up into :class:`InputMinute`."""

@@ -21,6 +21,7 @@ from scheduler.core.decide import CoreSettings, SchedulerState, decide
 from scheduler.core.model import JobStatus, Plan, Snapshot
 from scheduler.prometheus import ServiceMetrics
 from scheduler.realize.port import Realizer
+from scheduler.round.forecasts import ForecastSource
 from scheduler.round.snapshot import build_snapshot
 from scheduler.round.store import (
     ActionRecord,
@@ -62,6 +63,7 @@ class SchedulerLoop:
         settings: LoopSettings | None = None,
         metrics: ServiceMetrics | None = None,
         on_round: Callable[[int], None] | None = None,
+        forecasts: ForecastSource | None = None,
     ) -> None:
         self.store = store
         self.cluster_source = cluster_source
@@ -71,6 +73,7 @@ class SchedulerLoop:
         self.settings = settings or LoopSettings()
         self.metrics = metrics
         self.on_round = on_round
+        self.forecasts = forecasts
 
     def run_round(self) -> RoundOutcome | None:
         """Run one round; None when another process holds the round lock."""
@@ -99,9 +102,10 @@ class SchedulerLoop:
         number = last + 1
         state = SchedulerState.from_json(stored) if stored else SchedulerState.initial(self.core)
         jobs = tx.jobs()
+        forecasts = self.forecasts.latest([j.job_id for j in jobs], now) if self.forecasts else None
         snapshot = build_snapshot(
             tx, self.cluster_source, jobs, now, number,
-            self.settings.window_s, self.settings.sub_window_s,
+            self.settings.window_s, self.settings.sub_window_s, forecasts,
         )  # fmt: skip
         plan, new_state = decide(snapshot, state, self.core, now)
         self._failpoint("round.decided", plan)

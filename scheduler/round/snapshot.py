@@ -4,11 +4,11 @@ cluster view. Reads only; the decision is made by the pure core."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from scheduler.cluster.port import ClusterSource, Holding
-from scheduler.core.model import JobStatus, JobView, Snapshot
+from scheduler.core.model import InputForecast, JobStatus, JobView, Snapshot
 from scheduler.core.slo import slo_from_mapping
 from scheduler.core.window import window_metrics
 from scheduler.round.store import JobRecord, ReportRecord, RoundTx
@@ -22,8 +22,9 @@ def build_snapshot(
     round_number: int,
     window_s: float,
     sub_window_s: float,
+    forecasts: Mapping[str, InputForecast] | None = None,
 ) -> Snapshot:
-    """The snapshot for round ``round_number`` of ``jobs``."""
+    """The snapshot for round ``round_number`` of ``jobs``, with their input ``forecasts``."""
     ids = [j.job_id for j in jobs]
     # One sub-window more than the window: the backlog and batch-gap rules need the report
     # just before the window as their baseline.
@@ -36,10 +37,12 @@ def build_snapshot(
     recent = tx.reports_since(ids, now - timedelta(seconds=span_s), span_s, newest)
     quiet = [i for i in ids if not recent.get(i)]
     last_seen = tx.last_report_at(quiet) if quiet else {}
+    forecasts = forecasts or {}
     views = tuple(
-        job_view(job, recent.get(job.job_id, ()), last_seen.get(job.job_id), now, window_s)
+        job_view(job, recent.get(job.job_id, ()), last_seen.get(job.job_id), now, window_s,
+                 forecasts.get(job.job_id))
         for job in jobs
-    )
+    )  # fmt: skip
     holdings = [
         Holding(j.job_id, j.target_executors, j.executor_cores, j.executor_memory_mb) for j in jobs
     ]
@@ -54,6 +57,7 @@ def job_view(
     last_seen: datetime | None,
     now: datetime,
     window_s: float,
+    forecast: InputForecast | None = None,
 ) -> JobView:
     slo = slo_from_mapping(job.slo)
     metrics = None
@@ -82,4 +86,5 @@ def job_view(
         metrics=metrics,
         restart_on_resize=job.actuator == "spark-operator",
         initial_executors=job.executors_initial,
+        forecast=forecast,
     )

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scheduler.round.forecasts import ForecastSource
 from scheduler.sim.events import event_marks
+from scheduler.sim.forecasts import SimForecasts
 from scheduler.sim.runner import Progress, RunSettings, Steering, simulate
 from scheduler.sim.scenario import Scenario
 from scheduler.sim.scenario_file import load_scenario
@@ -37,8 +39,16 @@ def run_scenario(
     progress: Progress | None = None,
     steering: Steering | None = None,
 ) -> SimResult:
+    world = build_world(scenario, seed)
+    forecasts = None
+    if scenario.history_days > 0:
+        days = scenario.history_days
+
+        def forecasts(names: Mapping[str, str]) -> ForecastSource:
+            return SimForecasts(world, names, days)
+
     return simulate(
-        build_world(scenario, seed),
+        world,
         scenario=scenario.name,
         policy=policy,
         seed=seed,
@@ -48,6 +58,7 @@ def run_scenario(
         progress=progress,
         events=event_marks(scenario),
         steering=steering,
+        forecasts=forecasts,
     )
 
 

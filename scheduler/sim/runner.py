@@ -18,6 +18,7 @@ from scheduler.cluster.port import Holding
 from scheduler.core.decide import CoreSettings
 from scheduler.core.model import Change, ClusterView
 from scheduler.realize.port import Realizer
+from scheduler.round.forecasts import ForecastSource
 from scheduler.round.loop import LoopSettings, RoundOutcome, SchedulerLoop, action_kind
 from scheduler.round.store import JobRecord, RoundStore
 from scheduler.sim.memory_round_store import MemoryRoundStore
@@ -37,6 +38,9 @@ Progress = Callable[[float], None]
 Steering = Callable[[World, Sequence[SimJobSpec], datetime], Mapping[str, int]]
 """Each present job's executors, imposed on the world after every round in place of the
 policy's plan (the reference allocations of :mod:`scheduler.sim.reference`)."""
+
+ForecastsFor = Callable[[Mapping[str, str]], ForecastSource]
+"""Builds a run's forecast source from its job ids' names in the world."""
 
 
 @dataclass
@@ -138,6 +142,7 @@ class Simulation:
         clock: VirtualClock | None = None,
         loop: SchedulerLoop | None = None,
         steering: Steering | None = None,
+        forecasts: ForecastsFor | None = None,
     ) -> None:
         self.world = world
         self.steering = steering
@@ -155,6 +160,7 @@ class Simulation:
         self.loop = loop or SchedulerLoop(
             store, WorldCluster(world), realizer or self.agents, core, self.clock,
             settings=LoopSettings(window_s=settings.window_s, sub_window_s=settings.sub_window_s),
+            forecasts=forecasts(self.agents.names) if forecasts is not None else None,
         )  # fmt: skip
         self.ids: dict[str, str] = {}
         self.targets: dict[str, int] = {}
@@ -316,6 +322,7 @@ def simulate(
     progress: Progress | None = None,
     events: Sequence[EventMark] = (),
     steering: Steering | None = None,
+    forecasts: ForecastsFor | None = None,
 ) -> SimResult:
     """Run ``world`` under ``policy`` and return what happened; ``events`` (the scenario's, for
     recovery times) are passed through to the result. With ``steering`` the executors it picks
@@ -323,7 +330,7 @@ def simulate(
     started = time.perf_counter()
     core = CoreSettings(policy=policy, policy_params=dict(policy_params or {}),
                         **dict(core_overrides or {}))  # fmt: skip
-    run = Simulation(world, core, settings, oracle=oracle, steering=steering)
+    run = Simulation(world, core, settings, oracle=oracle, steering=steering, forecasts=forecasts)
     samples, actions = run.run(progress)
     return SimResult(
         scenario=scenario,

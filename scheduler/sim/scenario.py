@@ -221,6 +221,9 @@ class Scenario:
     sub_window_s: float = 10.0
     seed: int = 1
     path: Path | None = None
+    history_days: float = 0.0
+    """Days of each job's input recorded before the scenario starts (in trace days for a trace
+    played faster than real time), from which its input forecasts are fitted; 0: none."""
 
     def specs(self) -> tuple[SimJobSpec, ...]:
         return tuple(j.sim_spec() for j in self.jobs)

@@ -48,6 +48,7 @@ _TOP_KEYS = (
     "scheduler_start_s",
     "sub_window_s",
     "seed",
+    "history_days",
     "cluster",
     "job_defaults",
     "jobs",
@@ -84,6 +85,7 @@ def parse_scenario(
         sub_window_s=sub_window,
         seed=int(top.number("seed", 1, integer=True)),
         path=path,
+        history_days=top.number("history_days", 0.0, minimum=0.0, maximum=35.0),
     )
 
 

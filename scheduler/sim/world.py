@@ -11,6 +11,8 @@ asks for from others (:mod:`scheduler.sim.variation`).
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -28,14 +30,16 @@ from scheduler.sim.events import (
     silent,
     spikes,
 )
-from scheduler.sim.inputs import RateSchedule, schedule_for
+from scheduler.sim.inputs import RateSchedule, load_trace, schedule_for
 from scheduler.sim.jobs import JobConstants, JobRun
 from scheduler.sim.scenario import JobScenario, Scenario, Spike
-from scheduler.sim.types import SimJobSpec, World
+from scheduler.sim.types import SimJobSpec
 from scheduler.sim.variation import seeded_input
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 _EPS = 1e-6
+DAY_STEPS = 1440
+"""Steps (trace minutes, or minutes) in a day of input history."""
 
 
 class SimWorld:
@@ -109,6 +113,27 @@ class SimWorld:
     def capacity_cores(self, now: datetime) -> float:
         return ready_cores_at(self.scenario.cluster, self.scenario.events, self._seconds(now))
 
+    def input_history(self, job: str, days: float, now: datetime) -> tuple[float, list[float]]:
+        """``(step_s, rates)``: the job's input per step (a trace minute, or a minute) from
+        ``days`` before the start to the last whole step before ``now``. Before the start it is
+        the trace's earlier minutes (a trace-less input's first rate), without the seed's
+        bursts; since, the rows that arrived (spikes and bursts in)."""
+        spec = self.scenario.job(job)
+        trace = seeded_input(spec.input, job, self.seed, self.scenario.duration_s).spec.trace
+        step = trace.compression if trace is not None else 60.0
+        before = round(days * DAY_STEPS)
+        schedule = self._schedules[job]
+        if trace is not None:
+            events, per_event = load_trace(trace.file), trace.scale / 60.0
+            first = trace.start_minute - before
+            rates = [events[(first + i) % len(events)] * per_event for i in range(before)]
+        else:
+            rates = [schedule.rate(0.0)] * before
+        steps = math.floor(self._seconds(now) / step + _EPS)
+        arrived = [schedule.arrived(i * step) for i in range(steps + 1)]
+        rates += [(b - a) / step for a, b in itertools.pairwise(arrived)]
+        return step, rates
+
     # ---- inside -----------------------------------------------------------------------------
 
     def _seconds(self, now: datetime) -> float:
@@ -157,6 +182,6 @@ class SimWorld:
             self._cluster.set_count(pool, self._targets[job.name], at)
 
 
-def build_world(scenario: Scenario, seed: int, start: datetime = DEFAULT_START) -> World:
+def build_world(scenario: Scenario, seed: int, start: datetime = DEFAULT_START) -> SimWorld:
     """The world of ``scenario`` for ``seed``: same scenario and seed, same reports."""
     return SimWorld(scenario, seed, start)

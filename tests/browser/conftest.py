@@ -125,6 +125,7 @@ def dashboard(pg_server: str) -> Iterator[Dashboard]:
                 rounds=SEED_ROUNDS,
                 reports_per_job=12,
                 bulk_windows_per_job=SEED_ROUNDS,
+                with_forecasts=True,
             )
             yield Dashboard(server, seeded, url)
     finally:

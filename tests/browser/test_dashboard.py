@@ -129,6 +129,19 @@ def test_jobs_table_sorts_and_opens_a_job_page_with_its_history_and_actions(
     )
     assert page.locator("#job-actions tbody tr").count() == len(acted)
     assert page.text_content("#job-name") == job.name
+    # The input per minute, and the forecast's mean and upper quantile drawn after it.
+    minutes = api_get(dashboard, f"/v1/jobs/{job.id}/input", limit=10_000)["minutes"]
+    forecast = api_get(dashboard, f"/v1/jobs/{job.id}/forecast")
+    drawn = page.evaluate(CHART, "job-input-chart")
+    assert [d["label"] for d in drawn["data"]] == ["input", "forecast", "upper quantile"]
+    assert [p["y"] for p in drawn["data"][0]["points"]] == [m["arrived_rate"] for m in minutes]
+    assert [p["y"] for p in drawn["data"][1]["points"]] == forecast["mean"]
+    assert [p["y"] for p in drawn["data"][2]["points"]] == forecast["upper"]
+    starts = datetime.fromisoformat(forecast["start"]).timestamp() * 1000
+    assert drawn["data"][1]["points"][0]["x"] == drawn["data"][2]["points"][0]["x"] == starts
+    trust = "trusted" if forecast["trusted"] else "not trusted"
+    assert page.text_content("#job-forecast") == trust
+    assert forecast["method"] in page.text_content("#job-forecast-sub")
     screenshot(page, "job")
     assert page.console_errors == []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from sqlalchemy.orm import Session
 
 from scheduler.api import auth
@@ -19,6 +19,7 @@ from scheduler.api.schemas import (
     JobActionOut,
     JobCreate,
     JobCreated,
+    JobForecastOut,
     JobHistory,
     JobInput,
     JobOut,
@@ -27,7 +28,7 @@ from scheduler.api.schemas import (
 )
 from scheduler.api.timeparams import ACTIONS, MINUTES, WINDOWS, TimeRange
 from scheduler.core.slo import SLOError, slo_from_mapping, validate_slo
-from scheduler.registry import history
+from scheduler.registry import forecasts, history
 from scheduler.registry import repository as repo
 from scheduler.registry.tables import Job, MetricWindow
 
@@ -213,6 +214,34 @@ def job_input(
     return JobInput(
         job_id=job.id,
         minutes=[InputMinuteOut.model_validate(m, from_attributes=True) for m in found],
+    )
+
+
+@router.get("/{job_id}/forecast", response_model=JobForecastOut)
+def job_forecast(
+    job_id: str,
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_reader),
+) -> JobForecastOut:
+    """The job's latest input forecast (fitted every ``HENGE_FORECAST_INTERVAL_S`` from its
+    input history) and how it has done since; 404 until one has been fitted."""
+    job = _visible(session, job_id, who)
+    stored = forecasts.stored_forecast(session, job.id)
+    if stored is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job.id} has no forecast yet")
+    forecast = stored.forecast
+    return JobForecastOut(
+        job_id=job.id,
+        fitted_at=stored.fitted_at,
+        start=forecast.start,
+        step_s=forecast.step_s,
+        method=forecast.method,
+        mean=list(forecast.mean),
+        upper=list(forecast.upper),
+        naive=list(forecast.naive),
+        error=forecast.error,
+        recent_error=stored.recent_error,
+        trusted=stored.trusted,
     )
 
 

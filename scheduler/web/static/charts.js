@@ -61,7 +61,9 @@ function datasets(series) {
     label: s.label,
     data: s.points,
     borderColor: s.color,
-    backgroundColor: s.color,
+    // (a band: the area between this series and the one before it, lightly filled)
+    backgroundColor: s.band ? `${s.color}33` : s.color,
+    fill: s.band ? '-1' : false,
     borderWidth: s.width || 1.5,
     borderDash: s.dashed ? [6, 4] : [],
     stepped: s.stepped ? 'before' : false,
@@ -121,7 +123,8 @@ function options(spec) {
 }
 
 // Draw (or redraw) the chart on canvas `id`. spec: {series: [{label, points: [{x, y}], color,
-// dashed, stepped}], markers: [{t, kind, label, jobs, round}], xMin, xMax, yMin, yTitle}.
+// dashed, stepped, band}], markers: [{t, kind, label, jobs, round}], xMin, xMax, yMin, yTitle}.
+// A series with `band` is filled down to the series before it.
 // The first series is the chart's data; the others are thresholds and bounds.
 export function drawChart(id, spec) {
   const canvas = document.getElementById(id);

@@ -34,6 +34,39 @@ function showActions(actions) {
     el('td', { text: a.reason }))));
 }
 
+function showForecast(forecast) {
+  if (forecast === null) {
+    setText('job-forecast', 'none yet');
+    setText('job-forecast-sub', 'fitted once the job has an hour of input history');
+    return;
+  }
+  const ratio = (value) => (value === null ? 'n/a' : num(value, 2));
+  setText('job-forecast', forecast.trusted ? 'trusted' : 'not trusted');
+  setText('job-forecast-sub', `${forecast.method} · error against seasonal-naive ${ratio(forecast.error)} fitted, ${ratio(forecast.recent_error)} since`);
+}
+
+// The measured input per minute, then the forecast's mean and its upper quantile as a band.
+function inputSeries(minutes, forecast) {
+  const measured = { label: 'input', points: minutes.map((m) => ({ x: Date.parse(m.minute), y: m.arrived_rate })), color: '#00838f', width: 2 };
+  if (forecast === null) return [measured];
+  const start = Date.parse(forecast.start);
+  const at = (values) => values.map((y, k) => ({ x: start + k * forecast.step_s * 1000, y }));
+  return [
+    measured,
+    { label: 'forecast', points: at(forecast.mean), color: '#5d4037', dashed: true },
+    { label: 'upper quantile', points: at(forecast.upper), color: '#8d6e63', width: 1, band: true },
+  ];
+}
+
+async function forecastOf() {
+  try {
+    return await getJSON(`${base}/forecast`);
+  } catch (error) {
+    if (error instanceof NotFound) return null;
+    throw error;
+  }
+}
+
 async function load() {
   let job;
   try {
@@ -45,9 +78,11 @@ async function load() {
   const range = currentRange();
   const anchor = job.last_report_at ? Date.parse(job.last_report_at) : null;
   const params = apiRange(range, anchor);
-  const [history, actions] = await Promise.all([
+  const [history, actions, input, forecast] = await Promise.all([
     getJSON(`${base}/history`, params),
     getJSON(`${base}/actions`, params),
+    getJSON(`${base}/input`, params),
+    forecastOf(),
   ]);
   const points = history.points.map((p) => ({ ...p, t: Date.parse(p.window_end) }));
   const markers = actions
@@ -75,8 +110,12 @@ async function load() {
     level('min', job.executors.min, xMin, xMax, '#999'),
     level('max', job.executors.max, xMin, xMax, '#555'),
   ]) });
+  const band = inputSeries(input.minutes, forecast);
+  const last = Math.max(xMax, ...band.slice(1).map((b) => b.points[b.points.length - 1].x));
+  drawChart('job-input-chart', { markers, xMin, xMax: last, yMin: 0, series: band });
   showBounds(range, anchor);
   showJob(job);
+  showForecast(forecast);
   showActions(actions);
 }
 

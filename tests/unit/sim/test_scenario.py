@@ -33,7 +33,17 @@ BUILTINS = {
     "scale-nodes",
     "collector-outage",
 }
-BEYOND_THE_PAPER = {"tiers-spike", "tiers-overload", "bursty", "tiers-diurnal", "flash-crowd"}
+BEYOND_THE_PAPER = {
+    "tiers-spike",
+    "tiers-overload",
+    "bursty",
+    "tiers-diurnal",
+    "flash-crowd",
+    "stateful-bursty",
+    "tiers-diurnal-history",
+    "tiers-diurnal-break",
+    "nasa-week",
+}
 
 
 def test_every_builtin_loads_and_names_its_experiment() -> None:

@@ -234,3 +234,51 @@ def test_the_other_examples_load_and_run_a_short_horizon_under_static(name: str)
     assert summary["rounds"] == 31  # t = 0, 10, ..., 300
     assert 0 < summary["utility"]["fraction"] <= 1
     assert len(summary["tiers"]) >= FEWER_TIERS.get(name, 3)
+
+
+@pytest.mark.parametrize(
+    "name", ["stateful-bursty", "tiers-diurnal-history", "tiers-diurnal-break", "nasa-week"]
+)
+def test_the_cost_and_forecast_scenarios_load_and_run_a_short_horizon(name: str) -> None:
+    scn = load_scenario(name)
+    assert scn.name == name and scn.description and scn.scheduler_start_s == 900
+    short = dataclasses.replace(scn, duration_s=scn.scheduler_start_s + 300)
+    summary = summarize(run_scenario(short, "henge", seed=1))
+    assert 0 < summary["utility"]["fraction"] <= 1
+    assert set(summary["tiers"]) == {"90", "50", "10"}
+
+
+def test_stateful_bursty_reloads_every_job_for_10_to_60_s() -> None:
+    scn = load_scenario("stateful-bursty")
+    reloads = sorted(j.state.reload_s for j in scn.jobs if j.state is not None)
+    assert len(reloads) == len(scn.jobs) == 6
+    assert reloads[0] == pytest.approx(10.0) and reloads[-1] == pytest.approx(60.0)
+    trace = scn.jobs[0].input.trace
+    assert trace is not None and trace.compression == 60  # a trace minute per minute
+
+
+def test_tiers_diurnal_history_records_a_week_before_it_starts() -> None:
+    scn = load_scenario("tiers-diurnal-history")
+    base = load_scenario("tiers-diurnal")
+    assert scn.history_days == 7 and base.history_days == 0
+    assert [j.name for j in scn.jobs] == [j.name for j in base.jobs]
+    for job, same in zip(scn.jobs, base.jobs, strict=True):
+        assert job.input.trace is not None and same.input.trace is not None
+        assert job.input.trace.start_minute == same.input.trace.start_minute + 7 * 1440
+
+
+def test_nasa_week_plays_a_whole_week_after_two_weeks_of_history() -> None:
+    scn = load_scenario("nasa-week")
+    trace = scn.jobs[0].input.trace
+    assert trace is not None and trace.compression == 5 and scn.history_days == 14
+    minutes = scn.duration_s / trace.compression
+    assert minutes >= 7 * 1440  # weekdays and a weekend
+    assert trace.start_minute == 16 * 1440  # Monday 17 July (the trace starts on a Saturday)
+
+
+def test_tiers_diurnal_break_breaks_the_day_its_history_predicts() -> None:
+    scn = load_scenario("tiers-diurnal-break")
+    history = load_scenario("tiers-diurnal-history")
+    assert scn.jobs == history.jobs and scn.history_days == history.history_days
+    factors = sorted(e.factor for e in scn.events if isinstance(e, Spike))
+    assert factors == [0.4, 1.8]

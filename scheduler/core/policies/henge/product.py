@@ -6,9 +6,11 @@ One round, on the jobs ``decide`` counted:
    prediction error (predicted against measured utility at its allocation and input) is
    averaged in, its recent peak input is updated (decaying over ``stabilization_s``), and so is
    how often its input has lately risen by more than ``headroom`` within ``quiesce_s``
-   (:mod:`.rises`).
+   (:mod:`.rises`); with ``price_moves``, what its latest change is costing it (:mod:`.costs`),
+   and with ``proactive`` how far its forecast and the seasonal-naive one were from its input.
 1. Quiesce: after a move nothing else happens until the moved jobs run at their new size and a
-   report window has passed (``adaptive_quiesce``), or ``quiesce_s`` at the most.
+   report window has passed (``adaptive_quiesce``), or ``quiesce_s`` at the most (with
+   ``price_moves``, the moved jobs' usual time to settle after a change, when longer).
 2. Judge the move by what it caused: each moved job's utility now against what it would have
    earned without the move at the input it has now (its model at the old allocation; without
    a trusted model, its utility before the move; if its input moved by more than 20 %, the
@@ -39,7 +41,11 @@ One round, on the jobs ``decide`` counted:
    priority for each share of its input now that it would leave unprocessed beyond what the held
    count leaves (a backlog to work off later, missing its SLO again). If the best allocation
    raises some job's predicted utility by ``min_gain`` of its priority, the move toward it is
-   made at once, several jobs together (a reconfiguration).
+   made at once, several jobs together (a reconfiguration). With ``price_moves`` every count but
+   the held one is charged what a change has cost the job over how long the new count should
+   hold, and a job that has not settled since its last change offers only what it holds; with
+   ``proactive`` a job with a trusted forecast is ready for its highest mean over the time a
+   move takes to take effect, and one meeting its SLO that would miss it there counts as missing.
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -60,7 +66,16 @@ from typing import Any, ClassVar
 from scheduler.core.admission import AdmissionRule
 from scheduler.core.bounds import upper_bound
 from scheduler.core.cluster import room_for
-from scheduler.core.model import ActionKind, Change, ClusterState, JobView, Plan, Snapshot
+from scheduler.core.model import (
+    ActionKind,
+    Change,
+    ClusterState,
+    InputForecast,
+    JobView,
+    Plan,
+    Snapshot,
+)
+from scheduler.core.policies.henge import costs as change_costs
 from scheduler.core.policies.henge import product_state
 from scheduler.core.policies.henge.allocate import (
     Offer,
@@ -68,6 +83,7 @@ from scheduler.core.policies.henge.allocate import (
     move_toward,
     solve,
 )
+from scheduler.core.policies.henge.costs import ChangeCost, Transient, charge
 from scheduler.core.policies.henge.model import (
     JobModel,
     observe,
@@ -108,6 +124,9 @@ _LISTED = 12
 """Changes a round's reason names before it counts the rest."""
 _HEADROOM_CREDIT = 1e-4
 """Credit (fraction of priority) of a growing job's headroom target in the solver."""
+_SETTLE_QUIESCES = 5
+"""A change is followed for at most this many ``quiesce_s`` (``price_moves``), and a move waits
+at most this long for its jobs to settle before it is judged."""
 
 
 class HengeProductPolicy:
@@ -250,6 +269,9 @@ class ProductRound:
             job_id = job.job_id
             old = st.models.get(job_id)
             model = observe(old, job, alpha)
+            if model is not None and old is not None and model is not old and self.settling(job):
+                # (its busy time per row still tells its row cost)
+                model = model._replace(overhead_s=old.overhead_s, trigger_s=old.trigger_s)
             if model is not None:
                 models[job_id] = model
                 error = None if job_id in recently_moved else self.prediction_error(model, job, old)
@@ -279,6 +301,101 @@ class ProductRound:
             rises=keep_frozen(snap, st.rises, rises),
             short_since=keep_frozen(snap, st.short_since, short),
         )
+        if self.s.proactive:
+            self.update(forecast_errors=keep_frozen(snap, st.forecast_errors, self.scored()))
+        if st.costs:
+            # (after the models are updated: the expected utility is their newest prediction)
+            costs: dict[str, ChangeCost] = {}
+            for job in self.jobs:
+                cost = st.costs.get(job.job_id)
+                if cost is not None:
+                    costs[job.job_id] = self.follow(job, cost)
+            self.update(costs=keep_frozen(snap, st.costs, costs))
+
+    def scored(self) -> dict[str, tuple[float, float]]:
+        """Each job's forecast errors with its input now: the moving averages of how far the
+        forecast's mean and the seasonal-naive forecast were from it."""
+        errors: dict[str, tuple[float, float]] = {}
+        alpha = self.s.model_alpha
+        for job in self.jobs:
+            old = self.state.forecast_errors.get(job.job_id)
+            forecast = job.forecast
+            rate = job.metrics.input_rate if job.metrics is not None else None
+            k = forecast.index(self.now) if forecast is not None and rate is not None else None
+            if forecast is None or rate is None or k is None:
+                if old is not None:
+                    errors[job.job_id] = old
+                continue
+            miss, naive = abs(rate - forecast.mean[k]), abs(rate - forecast.naive[k])
+            if old is not None:
+                miss, naive = old[0] + alpha * (miss - old[0]), old[1] + alpha * (naive - old[1])
+            errors[job.job_id] = (miss, naive)
+        return errors
+
+    def forecast(self, job: JobView) -> InputForecast | None:
+        """The job's forecast while it may be trusted (``proactive``): it covers now, and beat
+        the seasonal-naive forecast both in its fitter's backtest and on the input since."""
+        forecast = job.forecast
+        if not self.s.proactive or forecast is None or forecast.index(self.now) is None:
+            return None
+        miss, naive = self.state.forecast_errors.get(job.job_id, (None, None))
+        return forecast if forecast.trusted(miss, naive) else None
+
+    def lead_s(self, job: JobView) -> float:
+        """How long a move of ``job`` takes to take effect: a quiesce to judge it, and its usual
+        time to settle after a change (a quiesce while unknown)."""
+        cost = self.state.costs.get(job.job_id)
+        settle = cost.settle_s if cost is not None and cost.settle_s is not None else None
+        return self.s.quiesce_s + (self.s.quiesce_s if settle is None else settle)
+
+    def rising(self, job: JobView) -> bool:
+        """Whether ``job`` meets its SLO now but its trusted forecast and model say it will
+        not within :meth:`lead_s` on what it holds (``proactive``)."""
+        if self.forecast(job) is None or not meets_slo(job.utility, job.priority):
+            return False
+        model = self.trusted(job)
+        rate = self.ready_rate(job)
+        if model is None or rate is None:
+            return False
+        return predicted_utility(model, job, job.executors, rate) < job.priority * (
+            1 - self.s.min_gain
+        )
+
+    def follow(self, job: JobView, cost: ChangeCost) -> ChangeCost:
+        """``cost`` with this round of the change being followed, if any (:mod:`.costs`)."""
+        if cost.open is None:
+            return cost
+        m = job.metrics
+        running = m is not None and m.executors_reported == job.executors
+        if job.priority <= 0:
+            return cost
+        fraction = job.utility / job.priority
+        expected = self.expected(job, cost.open, running)
+        quiet_s = m.seconds if m is not None and m.seconds and not self.draining(job) else None
+        cap = _SETTLE_QUIESCES * self.s.quiesce_s
+        alpha = self.s.model_alpha
+        return change_costs.observe(
+            cost, self.now_s, fraction, expected, running, quiet_s, alpha, cap
+        )
+
+    def expected(self, job: JobView, change: Transient, running: bool) -> float | None:
+        """The utility fraction ``job`` should show now on the path its model predicts after
+        ``change`` (``None`` without a trusted model): its window mixes the executors it ran
+        before with the new ones, for as long as a window lasts once they run."""
+        model = self.trusted(job)
+        m = job.metrics
+        if model is None or m is None or m.input_rate is None:
+            return None
+        rate = m.input_rate
+        since = change.running_s
+        if since is None and running:
+            since = self.now_s
+        new = 0.0  # the share of the window on the new executors
+        if since is not None:
+            new = min(1.0, (self.now_s - since) / m.seconds) if m.seconds else 1.0
+        after = predicted_utility(model, job, job.executors, rate)
+        before = predicted_utility(model, job, change.ran, rate) if new < 1 else after
+        return (new * after + (1 - new) * before) / job.priority
 
     def prediction_error(
         self, model: JobModel, job: JobView, previous: JobModel | None
@@ -321,9 +438,10 @@ class ProductRound:
         before the move.
         """
         elapsed = (self.now - move.at).total_seconds()
-        if elapsed >= self.s.quiesce_s:
+        longest = self.judged_after(move)
+        if elapsed >= longest:
             return None
-        left = f"{self.s.quiesce_s - elapsed:.0f} s left at most"
+        left = f"{longest - elapsed:.0f} s left at most"
         if not self.s.adaptive_quiesce:
             return f"waiting for quiesce ({left})"
         if move.running_since is None:
@@ -334,6 +452,20 @@ class ProductRound:
         if self.reported_since(move.running_since) and self.moved_jobs_meet(move):
             return None
         return f"waiting for quiesce ({left})"
+
+    def judged_after(self, move: Move) -> float:
+        """Seconds after ``move`` by which it is judged at the latest: ``quiesce_s``, or with
+        ``price_moves`` the longest usual time a moved job takes to settle after a change, when
+        longer (at most ``_SETTLE_QUIESCES`` quiesces): a stall that was to be expected is no
+        sign that the move failed."""
+        longest = self.s.quiesce_s
+        if not self.s.price_moves:
+            return longest
+        for job_id in move.jobs:
+            cost = self.state.costs.get(job_id)
+            if cost is not None and cost.settle_s is not None:
+                longest = max(longest, cost.settle_s)
+        return min(longest, _SETTLE_QUIESCES * self.s.quiesce_s)
 
     def moved_jobs_meet(self, move: Move) -> bool:
         return all(
@@ -517,7 +649,9 @@ class ProductRound:
     # -- moving --------------------------------------------------------------------------
 
     def plan_move(self) -> Plan | None:
-        missing = [j.priority for j in self.jobs if not meets_slo(j.utility, j.priority)]
+        missing = [
+            j.priority for j in self.jobs if not meets_slo(j.utility, j.priority) or self.rising(j)
+        ]
         if not missing:
             return None  # nothing to gain: only a job missing its SLO can gain utility
         self._top_missing = max(missing)
@@ -640,7 +774,8 @@ class ProductRound:
         priority = job.priority
         eps = self.s.priority_epsilon * priority
         now = job.utility
-        meets = meets_slo(now, priority)
+        rising = self.rising(job)
+        meets = meets_slo(now, priority) and not rising
         model = self.trusted(job)
         # Worth is judged at the input the job must be ready for: its recent peak, weighed with
         # `peak_by_rises` (a count that meets the SLO only at a passing dip would miss it again
@@ -681,7 +816,7 @@ class ProductRound:
                     count = held + round(share * (target - held))
                     if count > held:
                         points.append((count, worth + share * (priority - worth) + eps))
-            return Offer.of(job, points)
+            return Offer.of(job, self.priced(job, points))
         need = executors_needed(model, job, rate, top, rho)
         self._needs[job.job_id] = need
         # Counts the cluster could never hold are no choice; the grid spans only the others.
@@ -704,13 +839,7 @@ class ProductRound:
             target = executors_needed(model, job, padded, top, rho) if padded is not None else None
             if target is not None and need < target <= ceiling:
                 points.append((target, priority + _HEADROOM_CREDIT * priority))
-        # What the job earns now is measured, and fewer executors never earn more than that,
-        # whatever the model says; but a backlog being worked off only delays what its
-        # executors earn at its input, so that is their worth.
-        current = now
-        m = job.metrics
-        if m is not None and m.backlog_rows and self.draining(job):
-            current = max(now, predicted_utility(model, job, held, m.input_rate or 0.0))
+        current = self.worth_held(job, model, rate, rising)
         # A job waiting for room is not cut below what it runs: the plan keeps its allocation,
         # so cores counted as freed there would never be.
         cuts = job.job_id not in self._waiting
@@ -723,7 +852,61 @@ class ProductRound:
         # One of the same priority as the highest missing lends what it keeps for its peak.
         if meets and cuts and need is not None and priority == self._top_missing:
             kept += [(n, min(v, current)) for n, v in self.lent(job, model, rate, need, rho)]
-        return Offer.of(job, self.with_debt(job, model, kept))
+        return Offer.of(job, self.priced(job, self.with_debt(job, model, kept)))
+
+    def priced(self, job: JobView, points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """``points`` with every count but the held one charged what a change costs ``job``
+        per second of the time its new allocation is expected to hold, and none but the held
+        one while it settles after its last change (``price_moves``)."""
+        held = job.executors
+        if self.settling(job):
+            return [(n, v) for n, v in points if n == held]
+        per_s = self.change_charge(job)
+        if per_s <= 0:
+            return points
+        return [(n, v - per_s) if n != held else (n, v) for n, v in points]
+
+    def settling(self, job: JobView) -> bool:
+        """Whether ``job`` has not settled since its last change (``price_moves``): what it
+        earns meanwhile tells what the change costs (a state reload, executors starting), not
+        what its executors are worth, and its batches tell that cost, not its per-batch
+        overhead."""
+        cost = self.state.costs.get(job.job_id) if self.s.price_moves else None
+        return cost is not None and cost.open is not None
+
+    def change_charge(self, job: JobView) -> float:
+        """Utility per second a change of ``job`` costs over the time it is expected to hold
+        (0 with ``price_moves`` off, or before a change of the job was measured)."""
+        if not self.s.price_moves:
+            return 0.0
+        return charge(self.state.costs.get(job.job_id), job.priority, self.hold_s(job))
+
+    def hold_s(self, job: JobView) -> float:
+        """How long a new allocation of ``job`` is expected to hold: until its input next rises
+        by more than ``headroom`` (the time between its rises, or since the last one when that
+        is longer; :mod:`.rises`), within ``quiesce_s`` and ``stabilization_s`` (after which
+        surplus is given back anyway). A job never seen rising holds ``stabilization_s``."""
+        rises = self.state.rises.get(job.job_id)
+        longest = max(self.s.stabilization_s, self.s.quiesce_s)
+        if rises is None or rises.last_start_s is None:
+            return longest
+        since = self.now_s - rises.last_start_s
+        between = since if rises.interval_s is None else max(rises.interval_s, since)
+        return min(longest, max(self.s.quiesce_s, between))
+
+    def worth_held(self, job: JobView, model: JobModel, rate: float, rising: bool) -> float:
+        """What the executors ``job`` holds are worth: what it earns now is measured, and fewer
+        executors never earn more than that, whatever the model says; but a backlog being
+        worked off only delays what its executors earn at its input, so that is their worth,
+        and before a rise its trusted forecast sees coming they earn what the model says they
+        will at the input it must be ready for."""
+        now = job.utility
+        if rising:
+            return min(now, predicted_utility(model, job, job.executors, rate))
+        m = job.metrics
+        if m is not None and m.backlog_rows and self.draining(job):
+            return max(now, predicted_utility(model, job, job.executors, m.input_rate or 0.0))
+        return now
 
     def with_debt(
         self, job: JobView, model: JobModel, points: list[tuple[int, float]]
@@ -830,7 +1013,9 @@ class ProductRound:
         return max(job.utility, job.priority * min(1.0, covered))
 
     def ready_rate(self, job: JobView) -> float | None:
-        """The input ``job`` must be ready for: its recent peak, or its input now when higher.
+        """The input ``job`` must be ready for: its recent peak, or its input now when higher,
+        or with ``proactive`` the highest mean its trusted forecast gives over :meth:`lead_s`
+        when higher still.
         With ``peak_by_rises``, its input now plus what its recent peak is above it times the
         chance that its input rises by more than ``headroom`` within the time executors lent
         now would take to come back, ``2 × quiesce_s`` (:mod:`.rises`; 1 for a job never seen
@@ -845,11 +1030,20 @@ class ProductRound:
         if rate is None:
             return None
         peak = self.state.peaks.get(job.job_id)
-        if peak is None or peak[0] <= rate:
-            return rate
-        if not self.s.peak_by_rises:
-            return peak[0]
-        return rate + self.rise_chance(job) * (peak[0] - rate)
+        ready = rate
+        if peak is not None and peak[0] > rate:
+            ready = peak[0]
+            if self.s.peak_by_rises:
+                ready = rate + self.rise_chance(job) * (peak[0] - rate)
+        forecast = self.forecast(job)
+        if forecast is not None:
+            # The mean, not the upper quantile: a growing job is sized with ``headroom`` over
+            # it anyway, and the highest upper quantile of every minute of the lead is nearer a
+            # 99th percentile (sized for it, top tiers took what bronze needed).
+            ahead = forecast.highest_mean(self.now, self.lead_s(job))
+            if ahead is not None and ahead > ready:
+                ready = ahead
+        return ready
 
     def rise_chance(self, job: JobView) -> float:
         """The chance that the input of ``job`` rises by more than ``headroom`` before
@@ -905,7 +1099,12 @@ class ProductRound:
         peak = self.state.peaks.get(job.job_id)
         if model is None or peak is None:
             return None
-        rate = demand(job, self.s.drain_s, rate=peak[0] * (1 + self.s.keep_headroom))
+        top = peak[0]
+        forecast = self.forecast(job)
+        if forecast is not None:  # (no give-back before a rise the forecast sees coming)
+            ahead = forecast.highest_upper(self.now, forecast.step_s * len(forecast.upper))
+            top = max(top, ahead or 0.0)
+        rate = demand(job, self.s.drain_s, rate=top * (1 + self.s.keep_headroom))
         need = executors_needed(model, job, rate) if rate is not None else None
         if need is None:
             return None
@@ -940,6 +1139,28 @@ class ProductRound:
                 ran_before=ran[job_id][0] if job_id in ran else None,
             )
         self.update(last_move=Move(self.now, moved, revert=revert))
+        if self.s.price_moves:
+            self.begin_changes(changes)
+
+    def begin_changes(self, changes: list[Change]) -> None:
+        """Follow what each change costs its job (:mod:`.costs`), and say in the round's reason
+        what the changed jobs' earlier changes cost them."""
+        costs = dict(self.state.costs)
+        priced: list[str] = []
+        for change in changes:
+            job = self.by_id[change.job_id]
+            cost = costs.get(job.job_id)
+            if cost is not None and cost.dip_s:
+                priced.append(f"{job.name} {cost.dip_s:.0f} s")
+            fraction = job.utility / job.priority if job.priority > 0 else 1.0
+            ran = job.metrics.executors_reported if job.metrics is not None else None
+            ran = change.from_executors if ran is None else ran
+            costs[job.job_id] = change_costs.begin(
+                cost, self.now_s, fraction, ran, self.s.model_alpha
+            )
+        self.update(costs=costs)
+        if priced:
+            self.notes.append(f"a change has cost (seconds of all it earns): {_first_few(priced)}")
 
     def plan(self, action: ActionKind, text: str, changes: list[Change]) -> Plan:
         reason = "; ".join([*self.notes, text])

@@ -103,6 +103,32 @@ class ProductSettings:
     trusted model (their capacity is unknown) or without a latency SLO (a job working off a
     backlog processes more than its input, which meets any juice threshold) are not charged."""
 
+    price_moves: bool = False
+    """Price every change of a job's executors at what its earlier changes cost it: the utility
+    it lost below what was expected of it until it settled (a stateful job's reload stall and
+    the backlog after it, executors slow to start), a moving average over its changes
+    (:mod:`.costs`). In the solver, each count other than the one a job holds is charged its
+    priority times that loss over the time its new allocation is expected to hold (the time
+    between the rises of its input, as :mod:`.rises` counts them, within ``quiesce_s`` and
+    ``stabilization_s``), so that a move is made only where its gain over that time outweighs
+    what it costs, and the cheapest jobs to change give way first. A job is left where it is,
+    and its model's per-batch overhead is kept, until it settles after a change; a move is
+    judged once its jobs have had their usual time to settle (at most ``5 × quiesce_s``), so
+    that a stall it was expected to cause does not revert it. Off (the default until it holds
+    on every built-in scenario; see ``docs/benchmarks.md``): changes are free and a move is
+    judged after ``quiesce_s`` at the most."""
+
+    proactive: bool = False
+    """Make each job whose input forecast is trusted ready for the forecast's highest mean over
+    the time a move needs to take effect (``quiesce_s`` to judge it, plus the job's usual time
+    to settle after a change with ``price_moves``, else a second ``quiesce_s``), when above its
+    recent peak; growth adds ``headroom`` as always. A job meeting its SLO that would miss it
+    there is grown ahead of the rise, and a give-back keeps what the highest upper quantile of
+    the whole forecast needs. A forecast is trusted while
+    its fitter's backtest error and its error on the job's measured input since (a moving
+    average with ``model_alpha``) are both below those of the seasonal-naive forecast;
+    otherwise the reactive rules run unchanged. Off: forecasts are ignored."""
+
     def __post_init__(self) -> None:
         require(self.quiesce_s >= 0, "quiesce_s must be >= 0")
         require(0 <= self.min_gain <= 1, "min_gain must be in [0, 1]")

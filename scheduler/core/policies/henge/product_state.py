@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.core.model import ClusterState
+from scheduler.core.policies.henge.costs import ChangeCost, costs_from_json, dump_cost
 from scheduler.core.policies.henge.model import JobModel, models_from_json
 from scheduler.core.policies.henge.rises import Rises, dump_rises, rises_from_json
 from scheduler.core.policy import JSONDict
@@ -67,6 +68,12 @@ class ProductState:
     short_since: Mapping[str, float] = field(default_factory=dict)
     """Per job: since when (epoch seconds) its reports have shown fewer executors running than
     its allocation."""
+    costs: Mapping[str, ChangeCost] = field(default_factory=dict)
+    """Per job: what a change of its executors has cost it, and the change being followed
+    (:mod:`~scheduler.core.policies.henge.costs`; with ``price_moves`` only)."""
+    forecast_errors: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """Per job: moving averages of the absolute error of its forecast's mean and of the
+    seasonal-naive forecast against its measured input (``proactive`` only)."""
     settle_count: int = 0
     best_fraction: float | None = None
     """In ``converged``: the best utility fraction since converging (the drop reference)."""
@@ -115,6 +122,8 @@ def dump(state: ProductState) -> JSONDict:
         "rises": {k: dump_rises(v) for k, v in sorted(state.rises.items())},
         "surplus_since": dict(sorted(state.surplus_since.items())),
         "short_since": dict(sorted(state.short_since.items())),
+        "costs": {k: dump_cost(v) for k, v in sorted(state.costs.items())},
+        "forecast_errors": {k: list(v) for k, v in sorted(state.forecast_errors.items())},
         "settle_count": state.settle_count,
         "best_fraction": state.best_fraction,
     }
@@ -158,6 +167,11 @@ def load(data: Mapping[str, Any]) -> ProductState:
         rises=rises_from_json(data.get("rises")),
         surplus_since={str(k): float(v) for k, v in (data.get("surplus_since") or {}).items()},
         short_since={str(k): float(v) for k, v in (data.get("short_since") or {}).items()},
+        costs=costs_from_json(data.get("costs")),
+        forecast_errors={
+            str(k): (float(v[0]), float(v[1]))
+            for k, v in (data.get("forecast_errors") or {}).items()
+        },
         settle_count=int(data.get("settle_count", 0)),
         best_fraction=_opt(data.get("best_fraction")),
     )

@@ -1,0 +1,187 @@
+"""What a change of a job's executors costs it, read from what followed its earlier changes
+(``henge`` only).
+
+A change is not free: new executors take time to start, and a stateful job reloads its state onto
+the executors it runs after a change, stalling its batches meanwhile, then works off the backlog
+the stall left. Each job's cost is measured from its own history. Every change opens a
+*transient*: the job's utility (as a fraction of its priority) is followed each round until the
+job has settled (it has run the executors it was given for a whole window of its metrics, and
+has no backlog left to work off) or for at most ``cap_s``. The change's cost is its *dip*, in
+fraction-of-priority seconds: the utility it lost below the higher of its level before the change
+and what its model predicts on its path (its window moving from the old executors to the new at
+the input of each moment), or, for a job without a trusted model, below both the level it had
+before the change and the level it settled at. The dips and the times to settle are moving
+averages over the job's changes.
+
+The policy charges every count other than the one a job holds its priority times its dip over
+the time the new allocation is expected to hold (see :func:`charge`), leaves a job that has not
+settled since its last change where it is, and waits for a moved job's usual time to settle before
+it judges a move (a stall it expected is no sign that the move failed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+
+class Transient(NamedTuple):
+    """A change being followed."""
+
+    started_s: float
+    """When the change was made (epoch seconds)."""
+    before: float
+    """The job's utility fraction before the change."""
+    ran: int
+    """The executors it ran before the change."""
+    running_s: float | None
+    """When the job was first seen running its new executors (epoch seconds)."""
+    samples: tuple[tuple[float, float, float], ...]
+    """(seconds since the change, utility fraction, expected fraction) of each round since,
+    oldest first; the expected fraction is what the job's model predicts at its new executors
+    and its input of the moment, or -1 without a trusted model."""
+
+
+class ChangeCost(NamedTuple):
+    dip_s: float | None
+    """Moving average of the dip after a change: fraction-of-priority seconds lost."""
+    settle_s: float | None
+    """Moving average of the time from a change until the job settled."""
+    changes: int
+    """Changes measured."""
+    open: Transient | None
+    """The change being followed, if any."""
+
+
+NONE = ChangeCost(None, None, 0, None)
+
+
+def begin(
+    cost: ChangeCost | None, now_s: float, fraction: float, ran: int, alpha: float
+) -> ChangeCost:
+    """``cost`` with a change made at ``now_s`` to a job at utility ``fraction`` running ``ran``
+    executors. A change still
+    being followed is folded in as it stands, its dip so far counted below its level before (cut
+    short, a job changed again and again would never count the stalls it keeps having)."""
+    cost = cost or NONE
+    if cost.open is not None and cost.open.samples:
+        cost = _fold(cost, None, None, alpha)
+    return cost._replace(open=Transient(now_s, fraction, ran, None, ()))
+
+
+def observe(
+    cost: ChangeCost,
+    now_s: float,
+    fraction: float,
+    expected: float | None,
+    running: bool,
+    quiet_s: float | None,
+    alpha: float,
+    cap_s: float,
+) -> ChangeCost:
+    """``cost`` with the round at ``now_s``: the open change's newest utility ``fraction``, the
+    fraction ``expected`` of the job now (``None`` when no model can say) and whether it runs
+    its new executors. The job has settled once it has run them for ``quiet_s`` (its metrics'
+    window: none of its reports is from before), and ``quiet_s`` is ``None`` while it still
+    works off a backlog. The change is folded in once it has settled or ``cap_s`` has passed
+    (its time to settle then counted as ``cap_s``)."""
+    opened = cost.open
+    if opened is None:
+        return cost
+    elapsed = now_s - opened.started_s
+    if elapsed <= 0:
+        return cost
+    running_s = opened.running_s
+    if running_s is None and running:
+        running_s = now_s
+    sample = (elapsed, fraction, -1.0 if expected is None else expected)
+    opened = opened._replace(running_s=running_s, samples=(*opened.samples, sample))
+    cost = cost._replace(open=opened)
+    settled = running_s is not None and quiet_s is not None and now_s - running_s >= quiet_s
+    if settled:
+        return _fold(cost, fraction, elapsed, alpha)
+    if elapsed >= cap_s:
+        return _fold(cost, None, elapsed, alpha)
+    return cost
+
+
+def _fold(cost: ChangeCost, end: float | None, settle: float | None, alpha: float) -> ChangeCost:
+    """The open change's dip averaged in: below both its level before and ``end``, the level it
+    settled at (a level it was meant to drop to, when it gave executors away, is no loss), or
+    below its level before alone when it did not settle."""
+    opened = cost.open
+    assert opened is not None
+    dip = dip_of(opened, opened.before if end is None else end)
+    settle_s = cost.settle_s
+    if settle is not None:
+        settle_s = settle if settle_s is None else settle_s + alpha * (settle - settle_s)
+    dip_s = dip if cost.dip_s is None else cost.dip_s + alpha * (dip - cost.dip_s)
+    return ChangeCost(dip_s, settle_s, cost.changes + 1, None)
+
+
+def dip_of(transient: Transient, end: float) -> float:
+    """Fraction-of-priority seconds the samples spent below what was expected of the job (each
+    sample standing for the time since the one before it): below the higher of its level
+    before and its model's prediction on its path (a model fitted on stalled batches predicts
+    little, and would hide the stall), or without a model below both the level before and
+    ``end``."""
+    level = min(transient.before, end)
+    lost = 0.0
+    last = 0.0
+    for at, fraction, expected in transient.samples:
+        floor = level if expected < 0 else max(expected, transient.before)
+        if fraction < floor:
+            lost += (at - last) * (floor - fraction)
+        last = at
+    return lost
+
+
+def charge(cost: ChangeCost | None, priority: float, hold_s: float) -> float:
+    """Utility per second a change of the job costs when its new allocation holds ``hold_s``
+    (0 until a change of the job has been measured)."""
+    if cost is None or cost.dip_s is None or hold_s <= 0:
+        return 0.0
+    return priority * cost.dip_s / hold_s
+
+
+def dump_cost(cost: ChangeCost) -> list[Any]:
+    opened = cost.open
+    return [
+        cost.dip_s,
+        cost.settle_s,
+        cost.changes,
+        None
+        if opened is None
+        else [
+            opened.started_s,
+            opened.before,
+            opened.ran,
+            opened.running_s,
+            [list(s) for s in opened.samples],
+        ],
+    ]
+
+
+def costs_from_json(data: Mapping[str, Any] | None) -> dict[str, ChangeCost]:
+    """Per-job records from their stored form (each as :func:`dump_cost` gives it)."""
+    result: dict[str, ChangeCost] = {}
+    for key, value in (data or {}).items():
+        raw = value[3]
+        opened = (
+            None
+            if raw is None
+            else Transient(
+                float(raw[0]),
+                float(raw[1]),
+                int(raw[2]),
+                None if raw[3] is None else float(raw[3]),
+                tuple((float(t), float(f), float(e)) for t, f, e in raw[4]),
+            )
+        )
+        result[str(key)] = ChangeCost(
+            None if value[0] is None else float(value[0]),
+            None if value[1] is None else float(value[1]),
+            int(value[2]),
+            opened,
+        )
+    return result

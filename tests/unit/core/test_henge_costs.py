@@ -1,0 +1,179 @@
+"""What a change costs a job (``henge``'s ``price_moves``): measured from what followed its
+earlier changes, charged in the solver, and waited out before a move is judged."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from scheduler.core.model import ActionKind, JobView
+from scheduler.core.policies.henge import costs
+from scheduler.core.policies.henge.costs import ChangeCost, Transient
+from scheduler.core.policies.henge.product import HengeProductPolicy
+from scheduler.core.policies.henge.product_settings import ProductSettings
+from scheduler.core.policies.henge.product_state import ProductState, dump, load
+
+from .henge_builders import at
+from .test_henge_product import decide, fitted, streaming, targets
+
+ALPHA = 0.3
+CAP = 300.0
+
+
+def follow(
+    cost: ChangeCost,
+    rounds: list[tuple[float, float, float | None, bool, bool]],
+) -> ChangeCost:
+    """``cost`` through rounds of (seconds, fraction, expected, running, draining), 60 s
+    windows."""
+    for now_s, fraction, expected, running, draining in rounds:
+        quiet = None if draining else 60.0
+        cost = costs.observe(cost, now_s, fraction, expected, running, quiet, ALPHA, CAP)
+    return cost
+
+
+def test_the_dip_below_the_level_before_and_the_models_path_is_the_cost() -> None:
+    cost = costs.begin(None, 0.0, 1.0, 4, ALPHA)
+    cost = follow(
+        cost,
+        [
+            (10.0, 1.0, 1.0, False, False),  # executors starting
+            (20.0, 0.2, 1.0, True, False),  # running them: the state reloads
+            (30.0, 0.0, 0.9, True, True),  # working off the backlog the stall left
+            (40.0, 0.5, 0.9, True, True),
+            (50.0, 1.0, 1.0, True, False),
+            (70.0, 1.0, 1.0, True, False),  # 50 s on the new executors: not settled yet
+        ],
+    )
+    assert cost.open is not None and cost.dip_s is None
+    cost = follow(cost, [(80.0, 1.0, 1.0, True, False)])  # a whole window since it ran them
+    assert cost.open is None and cost.changes == 1
+    assert cost.dip_s == pytest.approx(10 * 0.8 + 10 * 1.0 + 10 * 0.5)
+    assert cost.settle_s == pytest.approx(80.0)
+
+
+def test_a_burst_during_the_change_is_not_counted_as_its_cost() -> None:
+    # A job missing its SLO before the change: the input rose, the model expects less at the
+    # new size too, and the job earns that.
+    cost = costs.begin(None, 0.0, 0.5, 4, ALPHA)
+    cost = follow(cost, [(10.0, 0.6, 0.6, True, False), (70.0, 0.6, 0.6, True, False)])
+    assert cost.dip_s == pytest.approx(0.0) and cost.open is None
+
+
+def test_without_a_model_the_dip_is_below_both_the_level_before_and_the_settled_one() -> None:
+    # A donor meant to drop from 1.0 to 0.5: only what it lost below 0.5 is the change's cost.
+    cost = costs.begin(None, 0.0, 1.0, 4, ALPHA)
+    cost = follow(
+        cost,
+        [
+            (10.0, 0.1, None, True, False),
+            (20.0, 0.5, None, True, False),
+            (70.0, 0.5, None, True, False),
+        ],
+    )
+    assert cost.dip_s == pytest.approx(10 * 0.4)
+
+
+def test_a_change_cut_short_counts_its_dip_so_far_and_the_averages_move_by_alpha() -> None:
+    cost = ChangeCost(20.0, 100.0, 3, Transient(0.0, 1.0, 6, 0.0, ((10.0, 0.0, 1.0),)))
+    cost = costs.begin(cost, 15.0, 0.0, 9, ALPHA)
+    assert cost.dip_s == pytest.approx(20.0 + ALPHA * (10.0 - 20.0))
+    assert cost.settle_s == 100.0  # (it did not settle: its time to settle is unknown)
+    assert cost.changes == 4 and cost.open == Transient(15.0, 0.0, 9, None, ())
+
+
+def test_a_job_that_never_settles_is_followed_for_the_cap_at_most() -> None:
+    cost = costs.begin(None, 0.0, 1.0, 4, ALPHA)
+    cost = follow(cost, [(t, 0.0, 1.0, True, True) for t in range(10, 310, 10)])
+    assert cost.open is None and cost.settle_s == CAP and cost.dip_s == pytest.approx(300.0)
+
+
+def test_costs_survive_the_state_json() -> None:
+    opened = Transient(5.0, 0.7, 3, 15.0, ((10.0, 0.2, 0.9), (20.0, 0.4, -1.0)))
+    state = ProductState(costs={"a": ChangeCost(12.5, 90.0, 2, opened), "b": costs.NONE})
+    assert load(dump(state)).costs == state.costs
+
+
+def test_the_charge_is_the_dip_over_how_long_the_allocation_holds() -> None:
+    assert costs.charge(ChangeCost(36.0, 80.0, 1, None), 50.0, 600.0) == pytest.approx(3.0)
+    assert costs.charge(costs.NONE, 50.0, 600.0) == 0.0
+
+
+# -- the policy ----------------------------------------------------------------------------------
+
+
+def stalled(view: JobView) -> JobView:
+    """``view`` running its executors but earning nothing (a state reload, say)."""
+    assert view.metrics is not None
+    return replace(view, metrics=replace(view.metrics, utility=0.0, latency_ms=1e9, seconds=60.0))
+
+
+def settled(view: JobView) -> JobView:
+    assert view.metrics is not None
+    return replace(view, metrics=replace(view.metrics, seconds=60.0))
+
+
+def priced(on: bool) -> HengeProductPolicy:
+    return HengeProductPolicy(ProductSettings(price_moves=on))
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_stall_the_jobs_history_predicts_does_not_revert_the_move(on: bool) -> None:
+    hi, lo = streaming("hi", 4, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
+    # Both have settled about 200 s after their earlier changes, at a small cost each time.
+    history = {k: ChangeCost(5.0, 200.0, 4, None) for k in ("hi", "lo")}
+    state = ProductState(models=fitted([hi, lo]), costs=history)
+    plan, state = decide(priced(on), [hi, lo], state, 0, free=0.0)
+    moved = targets(plan)
+    assert plan.action is ActionKind.RECONFIGURE and moved["hi"] > 4 and moved["lo"] < 30
+
+    # 70 s on, both run their new executors and both still reload their state.
+    during = [
+        stalled(streaming("hi", moved["hi"], 4000.0, priority=90.0)),
+        stalled(streaming("lo", moved["lo"], 2000.0)),
+    ]
+    plan, state = decide(priced(on), during, state, 70, free=0.0)
+    if not on:  # judged at the end of a quiesce, on the stall: reverted
+        assert plan.action is ActionKind.REVERT
+        return
+    assert plan.action is ActionKind.NONE and "130 s left at most" in plan.reason
+
+    # Once they have reloaded, the move is judged on what they earn, and holds.
+    after = [
+        settled(streaming("hi", moved["hi"], 4000.0, priority=90.0)),
+        settled(streaming("lo", moved["lo"], 2000.0)),
+    ]
+    plan, state = decide(priced(on), after, state, 210, free=0.0)
+    assert plan.action is not ActionKind.REVERT and "the last move holds" in plan.reason
+    assert state.last_move is not None and state.last_move.judged
+    # What the stall cost each is now part of its history: lo, which met its SLO before,
+    # lost 70 s of its priority to it (averaged in with its earlier 5 s).
+    assert all(state.costs[k].changes == 5 for k in ("hi", "lo"))
+    assert state.costs["lo"].dip_s == pytest.approx(5.0 + 0.3 * (70.0 - 5.0))
+
+
+@pytest.mark.parametrize(("dip_s", "grows"), [(5.0, True), (1e6, False)])
+def test_a_move_is_made_only_when_its_gain_outweighs_what_the_change_costs(
+    dip_s: float, grows: bool
+) -> None:
+    low = streaming("low", 4, 4000.0)  # misses; needs 13, and the free cores are there
+    state = ProductState(models=fitted([low]), costs={"low": ChangeCost(dip_s, 60.0, 3, None)})
+    plan, _ = decide(priced(True), [low], state, 0)
+    assert (plan.action is ActionKind.RECONFIGURE) is grows
+    if grows:
+        assert "a change has cost (seconds of all it earns): low 5 s" in plan.reason
+    else:
+        assert "missing their SLO: low" in plan.reason
+
+
+def test_a_job_settling_after_its_change_is_left_where_it_is() -> None:
+    low = streaming("low", 4, 4000.0)
+    opened = Transient(at(-20).timestamp(), 1.0, 4, None, ())
+    settling = {"low": ChangeCost(None, None, 0, opened)}
+    state = ProductState(models=fitted([low]), costs=settling)
+    plan, after = decide(priced(True), [low], state, 0)
+    assert plan.action is ActionKind.NONE
+    assert after.costs["low"].open is not None  # still followed
+    plan, _ = decide(priced(False), [low], state, 0)
+    assert plan.action is ActionKind.RECONFIGURE and targets(plan)["low"] >= 13
