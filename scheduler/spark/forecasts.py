@@ -27,6 +27,10 @@ _OUT = (
     "error double, method string"
 )
 
+DRIVER_MEMORY = "4g"
+"""The driver's heap for a session of its own (Spark's default, 1 GB, cannot hold a thousand
+jobs' five weeks of minutes on their way to the executors)."""
+
 Series = tuple[datetime, Sequence[float]]
 """A job's first minute and its rate per minute from there (NaN where unknown)."""
 
@@ -50,6 +54,8 @@ def fit_on_spark(
         SparkSession.builder.master(master)
         .appName("henge-forecast-fit")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Every job's minutes pass through the driver (five weeks of a thousand jobs: 400 MB).
+        .config("spark.driver.memory", DRIVER_MEMORY)
         .getOrCreate()
     )
     try:
