@@ -21,12 +21,15 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from httpx import Response
+from sqlalchemy.orm import Session
 
 from scheduler.api import auth
 from scheduler.api.app import create_app
 from scheduler.api.auth import SESSION_COOKIE, SESSION_HEADER
 from scheduler.cluster.static import StaticCluster
 from scheduler.config import Settings
+from scheduler.core.model import InputForecast
+from scheduler.registry import forecasts
 from scheduler.registry.engine import make_engine
 from scheduler.web import mount_dashboard
 from tests.conftest import ADMIN, bearer
@@ -120,9 +123,13 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(api: TestClient) -> Iterator[Cluster]:
+def cluster(api: TestClient, db_session: Session) -> Iterator[Cluster]:
     a, b = new_tenant(api, "tenant-a"), new_tenant(api, "tenant-b")
     job_a, job_b = new_job(api, a["token"]), new_job(api, b["token"])
+    # (so that every route naming job A has something to answer with)
+    steps = (1000.0,) * 60
+    forecast = InputForecast(T0, steps, steps, steps, error=0.5, method="daily-profile")
+    forecasts.store_forecast(db_session, job_a["id"], forecast, T0)
     gone = new_job(api, a["token"], name="gone")
     assert api.delete(f"/v1/jobs/{gone['id']}", headers=bearer(a["token"])).status_code == 204
     signed_in = api.post("/ui/login", data={"token": a["token"]}, follow_redirects=False)
