@@ -3,6 +3,7 @@ earlier changes, charged in the solver, and waited out before a move is judged."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -104,9 +105,11 @@ def test_the_charge_is_the_dip_over_how_long_the_allocation_holds() -> None:
 
 
 def stalled(view: JobView) -> JobView:
-    """``view`` running its executors but earning nothing (a state reload, say)."""
+    """``view`` running its executors but earning nothing and completing no batch (a state
+    reload, say)."""
     assert view.metrics is not None
-    return replace(view, metrics=replace(view.metrics, utility=0.0, latency_ms=1e9, seconds=60.0))
+    metrics = replace(view.metrics, utility=0.0, latency_ms=1e9, seconds=60.0, processed_rate=0.0)
+    return replace(view, metrics=metrics)
 
 
 def settled(view: JobView) -> JobView:
@@ -151,6 +154,41 @@ def test_a_stall_the_jobs_history_predicts_does_not_revert_the_move(on: bool) ->
     # lost 70 s of its priority to it (averaged in with its earlier 5 s).
     assert all(state.costs[k].changes == 5 for k in ("hi", "lo"))
     assert state.costs["lo"].dip_s == pytest.approx(5.0 + 0.3 * (70.0 - 5.0))
+
+
+def test_a_first_change_is_judged_once_the_job_completes_batches_on_its_new_executors() -> None:
+    # No change of either job measured yet: how long they stall is not known.
+    hi, lo = streaming("hi", 4, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
+    state = ProductState(models=fitted([hi, lo]))
+    plan, state = decide(priced(True), [hi, lo], state, 0, free=0.0)
+    moved = targets(plan)
+    assert plan.action is ActionKind.RECONFIGURE
+
+    def views(kind: Callable[[JobView], JobView]) -> list[JobView]:
+        return [
+            kind(streaming("hi", moved["hi"], 4000.0, priority=90.0)),
+            kind(streaming("lo", moved["lo"], 2000.0)),
+        ]
+
+    # Running the new executors from 70 s on, for a whole window by 140 s, but no batch has
+    # completed in it: a stall, not a settled job, so the move is not judged on it yet.
+    for seconds in (70, 100, 140):
+        plan, state = decide(priced(True), views(stalled), state, seconds, free=0.0)
+        assert plan.action is ActionKind.NONE
+        assert plan.reason.startswith("moved jobs settling after their change: hi, lo")
+    assert state.costs["hi"].open is not None and state.costs["lo"].open is not None
+
+    # Batches complete again at 150 s, more than a window and a batch after the jobs first ran
+    # their new executors: settled, and the move is judged on what they earn.
+    plan, state = decide(priced(True), views(settled), state, 150, free=0.0)
+    assert "the last move holds" in plan.reason
+    assert state.costs["lo"].open is None and state.costs["lo"].changes == 1
+    assert state.costs["lo"].settle_s == pytest.approx(150.0)
+    # Off, the same stall is judged at the end of the quiesce, and reverts the move.
+    off = ProductState(models=fitted([hi, lo]))
+    plan, off = decide(priced(False), [hi, lo], off, 0, free=0.0)
+    plan, _ = decide(priced(False), views(stalled), off, 70, free=0.0)
+    assert plan.action is ActionKind.REVERT
 
 
 @pytest.mark.parametrize(("dip_s", "grows"), [(5.0, True), (1e6, False)])

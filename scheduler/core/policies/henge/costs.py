@@ -5,8 +5,9 @@ A change is not free: new executors take time to start, and a stateful job reloa
 the executors it runs after a change, stalling its batches meanwhile, then works off the backlog
 the stall left. Each job's cost is measured from its own history. Every change opens a
 *transient*: the job's utility (as a fraction of its priority) is followed each round until the
-job has settled (it has run the executors it was given for a whole window of its metrics, and
-has no backlog left to work off) or for at most ``cap_s``. The change's cost is its *dip*, in
+job has settled (the policy tells: it has run the executors it was given for a whole window of
+its metrics and a batch, completing batches, and has no backlog left to work off) or for at most
+``cap_s``. The change's cost is its *dip*, in
 fraction-of-priority seconds: the utility it lost below the higher of its level before the change
 and what its model predicts on its path (its window moving from the old executors to the new at
 the input of each moment), or, for a job without a trusted model, below both the level it had
@@ -15,8 +16,9 @@ averages over the job's changes.
 
 The policy charges every count other than the one a job holds its priority times its dip over
 the time the new allocation is expected to hold (see :func:`charge`), leaves a job that has not
-settled since its last change where it is, and waits for a moved job's usual time to settle before
-it judges a move (a stall it expected is no sign that the move failed).
+settled since its last change where it is, and before it judges a move waits for the moved jobs
+to settle, for their usual time to settle at most (a stall it expected is no sign that the move
+failed).
 """
 
 from __future__ import annotations
@@ -82,9 +84,9 @@ def observe(
     """``cost`` with the round at ``now_s``: the open change's newest utility ``fraction``, the
     fraction ``expected`` of the job now (``None`` when no model can say) and whether it runs
     its new executors. The job has settled once it has run them for ``quiet_s`` (its metrics'
-    window: none of its reports is from before), and ``quiet_s`` is ``None`` while it still
-    works off a backlog. The change is folded in once it has settled or ``cap_s`` has passed
-    (its time to settle then counted as ``cap_s``)."""
+    window and a batch: none of its batches began before), and ``quiet_s`` is ``None`` while it
+    still works off a backlog or completes no batch. The change is folded in once it has
+    settled or ``cap_s`` has passed (its time to settle then counted as ``cap_s``)."""
     opened = cost.open
     if opened is None:
         return cost

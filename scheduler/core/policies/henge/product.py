@@ -371,7 +371,13 @@ class ProductRound:
             return cost
         fraction = job.utility / job.priority
         expected = self.expected(job, cost.open, running)
-        quiet_s = m.seconds if m is not None and m.seconds and not self.draining(job) else None
+        # Settled: batches complete on the new executors (a window without one is a stall,
+        # not a job falling behind) and no backlog is being worked off. The batch in flight at
+        # the change may still complete on the old ones: a batch later, the window holds only
+        # batches begun on the new.
+        quiet_s = None
+        if m is not None and m.seconds and m.processed_rate and not self.draining(job):
+            quiet_s = m.seconds + max(m.mean_batch_s or 0.0, m.trigger_interval_s or 0.0)
         cap = _SETTLE_QUIESCES * self.s.quiesce_s
         alpha = self.s.model_alpha
         return change_costs.observe(
@@ -435,13 +441,18 @@ class ProductRound:
         A move that worked shows it early: once the moved jobs run at their new size and a
         report window has passed, every one of them meeting its SLO ends the wait. Anything
         else is judged only after ``quiesce_s``, when the sliding window holds no report from
-        before the move.
+        before the move, and with ``price_moves`` not before the moved jobs have settled
+        (:meth:`unsettled`).
         """
         elapsed = (self.now - move.at).total_seconds()
-        longest = self.judged_after(move)
-        if elapsed >= longest:
-            return None
-        left = f"{longest - elapsed:.0f} s left at most"
+        if elapsed >= self.s.quiesce_s:
+            unsettled = self.unsettled(move)
+            waits = {name: usual - elapsed for name, usual in unsettled.items() if usual > elapsed}
+            if not waits:
+                return None
+            left = f"{max(waits.values()):.0f} s left at most"
+            return f"moved jobs settling after their change: {_first_few(list(waits))} ({left})"
+        left = f"{self.s.quiesce_s - elapsed:.0f} s left at most"
         if not self.s.adaptive_quiesce:
             return f"waiting for quiesce ({left})"
         if move.running_since is None:
@@ -453,19 +464,22 @@ class ProductRound:
             return None
         return f"waiting for quiesce ({left})"
 
-    def judged_after(self, move: Move) -> float:
-        """Seconds after ``move`` by which it is judged at the latest: ``quiesce_s``, or with
-        ``price_moves`` the longest usual time a moved job takes to settle after a change, when
-        longer (at most ``_SETTLE_QUIESCES`` quiesces): a stall that was to be expected is no
-        sign that the move failed."""
-        longest = self.s.quiesce_s
+    def unsettled(self, move: Move) -> dict[str, float]:
+        """The moved jobs that have not settled since ``move``, by name, with how long after a
+        move the round waits for each (``price_moves``): its usual time to settle after a
+        change, or until it settles while that is not known yet, for at most
+        ``_SETTLE_QUIESCES`` quiesces. What they earn meanwhile is the change's cost, a stall
+        that was to be expected, and no sign that the move failed."""
         if not self.s.price_moves:
-            return longest
-        for job_id in move.jobs:
+            return {}
+        cap = _SETTLE_QUIESCES * self.s.quiesce_s
+        waits: dict[str, float] = {}
+        for job_id in sorted(move.jobs):
+            job = self.by_id.get(job_id)
             cost = self.state.costs.get(job_id)
-            if cost is not None and cost.settle_s is not None:
-                longest = max(longest, cost.settle_s)
-        return min(longest, _SETTLE_QUIESCES * self.s.quiesce_s)
+            if job is not None and cost is not None and cost.open is not None:
+                waits[job.name] = cap if cost.settle_s is None else min(cap, cost.settle_s)
+        return waits
 
     def moved_jobs_meet(self, move: Move) -> bool:
         return all(

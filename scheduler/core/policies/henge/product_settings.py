@@ -113,10 +113,10 @@ class ProductSettings:
     ``stabilization_s``), so that a move is made only where its gain over that time outweighs
     what it costs, and the cheapest jobs to change give way first. A job is left where it is,
     and its model's per-batch overhead is kept, until it settles after a change; a move is
-    judged once its jobs have had their usual time to settle (at most ``5 × quiesce_s``), so
-    that a stall it was expected to cause does not revert it. Off (the default until it holds
-    on every built-in scenario; see ``docs/benchmarks.md``): changes are free and a move is
-    judged after ``quiesce_s`` at the most."""
+    judged once its jobs have settled or had their usual time to settle (at most
+    ``5 × quiesce_s``), so that a stall it was expected to cause does not revert it. Off (the
+    default until it holds on every built-in scenario; see ``docs/benchmarks.md``): changes are
+    free and a move is judged after ``quiesce_s`` at the most."""
 
     proactive: bool = False
     """Make each job whose input forecast is trusted ready for the forecast's highest mean over
