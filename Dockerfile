@@ -47,12 +47,9 @@ RUN groupadd --system --gid 10001 henge \
 
 COPY --from=builder /opt/henge /opt/henge
 
-# MPLCONFIGDIR: matplotlib wants a writable config folder; under Kubernetes the root file
-# system is read-only and /tmp is an emptyDir.
 ENV PATH=/opt/henge/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    MPLCONFIGDIR=/tmp/matplotlib \
     HENGE_LOG_FORMAT=json
 
 WORKDIR /home/henge

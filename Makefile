@@ -19,7 +19,7 @@ AGENT_WHEEL_DIR := dist
 $(STAMP): pyproject.toml agent/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ./agent -e ".[dev,spark,docs]"
+	$(BIN)/pip install --quiet -e ./agent -e ".[dev,spark,docs,bench]"
 	touch $(STAMP)
 
 $(COMPILED): $(STAMP) $(CORE_SOURCES)

@@ -70,6 +70,16 @@ class CLIError(Exception):
     """A failure to report on one line."""
 
 
+def _require_plotting(what: str) -> None:
+    """Stop ``what`` at once, naming the extra to install, where matplotlib is missing."""
+    from scheduler.sim.plots import PlottingUnavailable, require_plotting
+
+    try:
+        require_plotting(what)
+    except PlottingUnavailable as exc:
+        raise CLIError(str(exc)) from None
+
+
 def _client(url: str | None, token: str | None) -> HengeClient:
     return HengeClient(resolve_config(url, token))
 
@@ -830,6 +840,7 @@ def bench_spark_contention(
     from scheduler.spark.driver_env import DriverEnvError
     from scheduler.spark.local_cluster import LocalClusterError
 
+    _require_plotting("henge bench spark-contention")
     spec = SHORT if short else LONG
     try:
         run, drawn = run_bench(spec, out_dir, pg_server, figure, progress=err.print)
@@ -1019,6 +1030,8 @@ def sim(
     from scheduler.sim.run import run_scenario, write_outputs, write_rounds
 
     configure_logging("warning", "console")  # one log line per round would drown the table
+    if plot is not None:
+        _require_plotting("henge sim --plot")
     chosen = _load_scenario(scenario)
     overrides = _policy_params(params)
     _check_policy(policy, overrides)
@@ -1092,6 +1105,7 @@ def bench(
     """Run scenarios × policies × seeds in the simulator (when no subcommand is given)."""
     if ctx.invoked_subcommand is not None:
         return
+    _require_plotting("henge bench")
     from scheduler.bench.policies import run_bench
     from scheduler.logs import configure_logging
 

@@ -2,7 +2,8 @@
 
 matplotlib is imported inside the functions, and figures are drawn on the Agg canvas directly
 (no ``pyplot``, no global backend switch), so importing this module costs nothing and works
-without a display.
+without a display. matplotlib comes with the project's ``bench`` extra, not with the server:
+the commands that draw call :func:`require_plotting` first.
 """
 
 from __future__ import annotations
@@ -17,6 +18,27 @@ from scheduler.sim.types import SimResult
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+PLOTTING_EXTRA = "bench"
+"""The optional dependencies (``pip install 'henge[bench]'``) that bring matplotlib."""
+
+
+class PlottingUnavailable(RuntimeError):
+    """matplotlib is not installed: the message says which extra brings it."""
+
+
+def require_plotting(what: str) -> None:
+    """Raise :class:`PlottingUnavailable` for ``what`` (a command) when matplotlib is missing,
+    before any work is done rather than after a long run."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise PlottingUnavailable(
+            f"{what} draws figures with matplotlib, which this installation lacks: install the "
+            f"{PLOTTING_EXTRA!r} extra (pip install 'henge[{PLOTTING_EXTRA}]'; `make setup` "
+            "installs it)"
+        ) from None
+
 
 MAX_ACTION_LABELS = 40
 """Only the first this many actions get a job-name label; every action still gets its line."""
