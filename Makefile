@@ -14,7 +14,7 @@ CORE_SOURCES := $(shell find scheduler/core -name '*.py') scheduler/compiled.py 
 LINT_PATHS := scheduler agent tests migrations examples/spark
 AGENT_WHEEL_DIR := dist
 
-.PHONY: setup demo test lint typecheck docs docs-check postgres agent-wheel uncompile clean
+.PHONY: setup demo test lint typecheck docs docs-check postgres agent-wheel image uncompile clean
 
 $(STAMP): pyproject.toml agent/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,9 @@ docs-check: setup  ## build the site with --strict: a dead link or a page missin
 
 agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's driver installs)
 	$(BIN)/python -m build --wheel --outdir $(AGENT_WHEEL_DIR) agent
+
+image:  ## build the container image from the Dockerfile with buildah (as root; installs buildah and debootstrap)
+	@scripts/ensure-image.sh
 
 # The tests run in two parts, each printing its slowest 25 tests' times. Those that start no Spark
 # share out over four workers, whatever the cores: many of them wait on servers and subprocesses,

@@ -7,10 +7,16 @@ the ``scheduler`` package; the C sources and object files go to ``build/mypyc``.
 writes is ignored by git and left out of the wheel.
 
     .venv/bin/python scripts/compile_core.py
+    /opt/build/bin/python scripts/compile_core.py --python-executable /opt/henge/bin/python
+
+``--python-executable``: the interpreter whose installed packages (numpy, which the core imports)
+mypy reads the types of, when the compiler runs from an environment of its own (the image's
+builder stage).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -19,6 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="Compile the core with mypyc, in place.")
+    parser.add_argument("--python-executable", help="the environment whose packages mypy reads")
+    args = parser.parse_args()
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
     # Imported here: the build tools are needed only when compiling.
@@ -35,6 +44,8 @@ def main() -> None:
     # The project's mypy settings also name the agent's package, which is not part of this
     # build: mypy would count the unused section as an error.
     options = ["--no-warn-unused-configs"]
+    if args.python_executable:
+        options += ["--python-executable", args.python_executable]
     setup(
         name=GROUP,
         packages=[],  # (the extensions only: no package discovery, nothing to install)
