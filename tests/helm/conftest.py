@@ -137,11 +137,9 @@ class Helm:
         return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
-@pytest.fixture(scope="session")
-def helm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Helm]:
-    binary = obtain_helm()
-    home = tmp_path_factory.mktemp("helm-home")
-    env = {
+def helm_env(home: Path) -> dict[str, str]:
+    """An environment in which helm keeps everything under ``home`` and finds no cluster."""
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "HELM_CACHE_HOME": str(home / "cache"),
@@ -149,7 +147,12 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Helm]:
         "HELM_DATA_HOME": str(home / "data"),
         "KUBECONFIG": str(home / "no-kubeconfig"),
     }
-    tool = Helm(binary, env)
+
+
+@pytest.fixture(scope="session")
+def helm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Helm]:
+    binary = obtain_helm()
+    tool = Helm(binary, helm_env(tmp_path_factory.mktemp("helm-home")))
     try:
         tool.version()
     except OSError as exc:

@@ -49,7 +49,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler.registry.migrate import head_revision
 from tests.conftest import _libpq, create_database, drop_database
-from tests.helm.conftest import Helm, obtain_helm
+from tests.helm.conftest import Helm, helm_env, obtain_helm
 from tests.image.dockerfile import parse_dockerfile
 from tests.serving import PAGELOAD, free_port
 
@@ -547,16 +547,7 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> Helm:
         binary = obtain_helm()
     except pytest.skip.Exception as exc:
         pytest.fail(f"helm is needed to render the chart with the image: {exc}", pytrace=False)
-    home = tmp_path_factory.mktemp("helm-home")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "HELM_CACHE_HOME": str(home / "cache"),
-        "HELM_CONFIG_HOME": str(home / "config"),
-        "HELM_DATA_HOME": str(home / "data"),
-        "KUBECONFIG": str(home / "no-kubeconfig"),
-    }
-    return Helm(binary, env)
+    return Helm(binary, helm_env(tmp_path_factory.mktemp("helm-home")))
 
 
 @pytest.mark.helm
