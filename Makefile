@@ -14,7 +14,7 @@ CORE_SOURCES := $(shell find scheduler/core -name '*.py') scheduler/compiled.py 
 LINT_PATHS := scheduler agent tests migrations examples/spark
 AGENT_WHEEL_DIR := dist
 
-.PHONY: setup demo test lint typecheck docs docs-check postgres agent-wheel image uncompile clean
+.PHONY: setup demo test lint typecheck docs docs-check postgres agent-wheel image image-base uncompile clean
 
 $(STAMP): pyproject.toml agent/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,12 @@ agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's d
 image:  ## build the container image from the Dockerfile with buildah (as root; installs buildah and debootstrap)
 	@scripts/ensure-image.sh
 
+# The image tests (tests/image) need buildah and a base image, built once per machine: started in
+# the background before the linters, so that a fresh machine's installs and debootstrap overlap
+# them (the tests wait for it, scripts/ensure-image.sh holds a lock).
+image-base: setup
+	@scripts/ensure-image.sh --base-only > $(VENV)/image-base.log 2>&1 &
+
 # The tests run in two parts, each printing its slowest 25 tests' times. Those that start no Spark
 # share out over four workers, whatever the cores: many of them wait on servers and subprocesses,
 # so two workers a core keep a 2-core machine busy, and more would pass Postgres's default limit
@@ -66,7 +72,7 @@ image:  ## build the container image from the Dockerfile with buildah (as root; 
 # with tens of connections). The real Spark ones run alone after them, since they time real
 # processes on the machine's cores: run beside the others, even at a lower priority, both parts
 # had tests miss their time bounds (Postgres and the servers' I/O are shared).
-test: setup postgres lint typecheck docs-check  ## every check and every test
+test: setup postgres image-base lint typecheck docs-check  ## every check and every test
 	$(BIN)/pytest --numprocesses 4 --ignore tests/spark --durations=25
 	$(BIN)/pytest tests/spark --durations=25
 

@@ -23,8 +23,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 echo "installing Debian's chromium package (for the browser tests)" >&2
-$sudo apt-get update -qq >&2 || { echo "error: apt-get update failed" >&2; exit 1; }
-$sudo apt-get install -y -qq --no-install-recommends chromium fonts-liberation >&2 \
+$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2 || { echo "error: apt-get update failed" >&2; exit 1; }
+$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium fonts-liberation >&2 \
   || { echo "error: apt-get install chromium failed" >&2; exit 1; }
 if [ ! -x "$browser" ]; then
   echo "error: chromium was installed but $browser is not there" >&2

@@ -4,6 +4,8 @@
 # already uses on this machine. tests/image/ runs this before it runs the image.
 #
 #   scripts/ensure-image.sh [IMAGE]        # IMAGE, else $HENGE_IMAGE, else localhost/henge:test
+#   scripts/ensure-image.sh --base-only    # the tools and the base only (`make test` starts this
+#                                          # early, in the background, while the linters run)
 #
 # The Dockerfile's base (python:3.11-slim-bookworm) lives on Docker Hub, which cannot be reached
 # from here, so the build gets a stand-in of our own: a minimal Debian bookworm root made with
@@ -28,6 +30,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+base_only=
+if [ "${1:-}" = "--base-only" ]; then
+  base_only=1
+  shift
+fi
 image=${1:-${HENGE_IMAGE:-localhost/henge:test}}
 base=${HENGE_BASE_IMAGE:-localhost/henge-python-base:bookworm}
 mirror=${HENGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -49,22 +56,25 @@ else
   die "no Python 3 on this machine (.venv/bin/python or python3)"
 fi
 
+# Concurrent runs (pytest workers, two shells, the base started early by `make test`) would race
+# on the installs, the base and the tag.
+exec 9>/var/lock/henge-ensure-image.lock
+flock 9
+
 # ---- tools -----------------------------------------------------------------------------------
 
 if ! command -v buildah >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; then
   command -v apt-get >/dev/null 2>&1 \
     || die "buildah or debootstrap is missing and apt-get is not available to install them"
   say "installing Debian's buildah and debootstrap"
+  # (waiting for dpkg's lock: the browser tests may be installing Chromium meanwhile)
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2 || die "apt-get update failed"
+  apt-get -o DPkg::Lock::Timeout=600 update -qq >&2 || die "apt-get update failed"
   # (no recommends: runc/crun and fuse-overlayfs are not used by root with chroot isolation)
-  apt-get install -y -qq --no-install-recommends buildah debootstrap >&2 \
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends buildah debootstrap >&2 \
     || die "apt-get install buildah debootstrap failed"
 fi
 
-# Concurrent runs (pytest workers, two shells) would race on the base and the tag.
-exec 9>/var/lock/henge-ensure-image.lock
-flock 9
 
 # Whatever this run leaves behind on the way out: working containers, scratch folders.
 containers=()
@@ -124,6 +134,9 @@ else
   buildah commit --quiet --rm "$ctr" "$base" >/dev/null
   containers=()
   say "base built in $((SECONDS - started)) s"
+fi
+if [ -n "$base_only" ]; then
+  exit 0
 fi
 
 # ---- pip's settings on this machine, for the build ---------------------------------------------

@@ -155,16 +155,19 @@ passing run's windows on one executor: 1.00, 0.64 and 0.69)."""
 
 
 def _congested(point: dict[str, Any]) -> bool:
-    """The window shows the congestion on one executor: it misses the SLO, or keeps its
-    executor busy before the rows queued up have pushed its latency past the SLO. The
+    """The window shows the congestion on one executor: it misses the SLO, keeps its executor
+    busy before the rows queued up have pushed its latency past the SLO, or completes no batch
+    at all (the batch the rise overwhelmed is still running; the window earns nothing). The
     scheduler may grow the job on that alone (eq. 2.4 reads the capacity): a clean-clone CI
-    run had it on 4 executors 12 s into the congestion, and the generator's windows show no
-    juice below 1 (it makes its rows as the batches ask for them)."""
+    run had it on 4 executors 12 s into the congestion, another 11 s in on two windows that
+    completed no batch, and the generator's windows show no juice below 1 (it makes its rows
+    as the batches ask for them)."""
     if point["executors"] != 1:
         return False
     missed = point["latency_ms"] is not None and not _meets(point)
     loaded = point["capacity"] is not None and point["capacity"] >= LOADED
-    return missed or loaded
+    stalled = point["latency_ms"] is None and point["utility"] == 0
+    return missed or loaded or stalled
 
 
 def _brief(points: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
