@@ -30,6 +30,7 @@ from scheduler.config import Settings
 from scheduler.realize.agent import AgentRealizer
 from scheduler.registry import migrate
 from scheduler.service import build_service
+from scheduler.sim.plots import PLOTTING_EXTRA, plotting_available
 from scheduler.sim.run import run_settings, write_outputs
 from scheduler.sim.runner import Simulation, VirtualClock, WorldCluster
 from scheduler.sim.scenario import Scenario
@@ -145,7 +146,8 @@ def run_demo(
                 samples=tuple(samples), actions=tuple(actions),
                 executor_core_seconds=simulation.core_seconds,
             )  # fmt: skip
-            plot = data_dir / "henge-demo.png"
+            # (the figure needs the bench extra; the table below does not)
+            plot = data_dir / "henge-demo.png" if plotting_available() else None
             summary = write_outputs(result, data_dir / "henge-demo.json", plot).summary
             _print_summary(console, summary, plot)
             if keep_serving:
@@ -183,7 +185,7 @@ def _show(console: Console, sample: RoundSample, pace_s: float) -> None:
         time.sleep(pace_s)
 
 
-def _print_summary(console: Console, summary: dict[str, Any], plot: Path) -> None:
+def _print_summary(console: Console, summary: dict[str, Any], plot: Path | None) -> None:
     table = Table(title="Henge demo: where the jobs ended", title_justify="left")
     for column in ("job", "priority", "mean utility / priority", "actions", "executors"):
         table.add_column(column)
@@ -201,7 +203,15 @@ def _print_summary(console: Console, summary: dict[str, Any], plot: Path) -> Non
         f"actions {summary['actions']}",
         highlight=False,
     )
-    console.print(f"plot: {plot}", highlight=False)
+    if plot is None:
+        console.print(
+            f"plot: not drawn, matplotlib is missing (the {PLOTTING_EXTRA!r} extra: "
+            f"pip install 'henge[{PLOTTING_EXTRA}]')",
+            highlight=False,
+            markup=False,
+        )
+    else:
+        console.print(f"plot: {plot}", highlight=False)
 
 
 def _serve_until_interrupted(console: Console, url: str, data_dir: Path, token: str) -> None:

@@ -27,17 +27,24 @@ class PlottingUnavailable(RuntimeError):
     """matplotlib is not installed: the message says which extra brings it."""
 
 
-def require_plotting(what: str) -> None:
-    """Raise :class:`PlottingUnavailable` for ``what`` (a command) when matplotlib is missing,
-    before any work is done rather than after a long run."""
+def plotting_available() -> bool:
+    """Whether matplotlib can be imported (the ``bench`` extra is installed)."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
+        return False
+    return True
+
+
+def require_plotting(what: str) -> None:
+    """Raise :class:`PlottingUnavailable` for ``what`` (a command) when matplotlib is missing,
+    before any work is done rather than after a long run."""
+    if not plotting_available():
         raise PlottingUnavailable(
             f"{what} draws figures with matplotlib, which this installation lacks: install the "
             f"{PLOTTING_EXTRA!r} extra (pip install 'henge[{PLOTTING_EXTRA}]'; `make setup` "
             "installs it)"
-        ) from None
+        )
 
 
 MAX_ACTION_LABELS = 40

@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from io import StringIO
 from pathlib import Path
 
 import httpx
 import pytest
+from rich.console import Console
 
+from scheduler import demo
 from tests.serving import henge_command, register_job, run_server
 
 
@@ -46,6 +49,27 @@ def test_the_blocker_really_hides_matplotlib(no_matplotlib: dict[str, str], tmp_
         check=False,
     )
     assert probe.returncode != 0 and "matplotlib is not installed" in probe.stderr
+    code = "from scheduler.sim.plots import plotting_available as a; print(a())"
+    answer = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **no_matplotlib},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert answer.stdout.split() == ["False"]
+
+
+def test_the_demo_ends_with_its_table_and_says_why_it_drew_no_plot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(demo, "plotting_available", lambda: False)
+    buffer = StringIO()
+    outcome = demo.run_demo(console=Console(file=buffer, width=200), data_dir=tmp_path, pace_s=0)
+    text = " ".join(buffer.getvalue().split())
+    assert "where the jobs ended" in text and outcome["summary"]["actions"]["admit"] == 4
+    assert "plot: not drawn, matplotlib is missing" in text and "henge[bench]" in text
+    assert outcome["plot"] is None and not list(tmp_path.glob("*.png"))
 
 
 def test_migrate_and_serve_without_matplotlib(no_matplotlib: dict[str, str], fresh_pg_url: str):
