@@ -191,6 +191,23 @@ def test_a_first_change_is_judged_once_the_job_completes_batches_on_its_new_exec
     assert plan.action is ActionKind.REVERT
 
 
+@pytest.mark.parametrize(("input_rate", "settles"), [(0.0, True), (2000.0, False)])
+def test_a_window_without_batches_is_a_stall_only_when_rows_came_in(
+    input_rate: float, settles: bool
+) -> None:
+    # The job has run the executors of its change for 90 s and completed no batch since: with
+    # rows arriving that is a stall; with none there was nothing to process.
+    running = streaming("idle", 4, 2000.0)
+    assert running.metrics is not None
+    quiet = replace(running.metrics, input_rate=input_rate, processed_rate=0.0, seconds=60.0)
+    view = replace(running, metrics=quiet)
+    opened = Transient(at(-100).timestamp(), 1.0, 6, at(-90).timestamp(), ())
+    costs_now = {"idle": ChangeCost(None, None, 0, opened)}
+    state = ProductState(models=fitted([running]), costs=costs_now)
+    _, after = decide(priced(True), [view], state, 0)
+    assert (after.costs["idle"].changes == 1) is settles  # (folded in: it settled)
+
+
 @pytest.mark.parametrize(("dip_s", "grows"), [(5.0, True), (1e6, False)])
 def test_a_move_is_made_only_when_its_gain_outweighs_what_the_change_costs(
     dip_s: float, grows: bool

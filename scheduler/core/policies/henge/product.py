@@ -371,12 +371,13 @@ class ProductRound:
             return cost
         fraction = job.utility / job.priority
         expected = self.expected(job, cost.open, running)
-        # Settled: batches complete on the new executors (a window without one is a stall,
-        # not a job falling behind) and no backlog is being worked off. The batch in flight at
-        # the change may still complete on the old ones: a batch later, the window holds only
-        # batches begun on the new.
+        # Settled: batches complete on the new executors (a window with input but without one
+        # is a stall, not a job falling behind) and no backlog is being worked off. The batch
+        # in flight at the change may still complete on the old ones: a batch later, the
+        # window holds only batches begun on the new.
         quiet_s = None
-        if m is not None and m.seconds and m.processed_rate and not self.draining(job):
+        processing = m is not None and bool(m.processed_rate or not m.input_rate)
+        if m is not None and m.seconds and processing and not self.draining(job):
             quiet_s = m.seconds + max(m.mean_batch_s or 0.0, m.trigger_interval_s or 0.0)
         cap = _SETTLE_QUIESCES * self.s.quiesce_s
         alpha = self.s.model_alpha
