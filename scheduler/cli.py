@@ -118,6 +118,15 @@ def serve(
     no_scheduler: Annotated[
         bool, typer.Option("--no-scheduler", help="Serve the API only; run no rounds.")
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=64,
+            help="Server processes on the one port [HENGE_WORKERS, 1]. Each serves the API; "
+            "the first also runs the rounds. More use more cores for agents' reports.",
+        ),
+    ] = None,
 ) -> None:
     """Run the HTTP API and the scheduling loop until interrupted."""
     from sqlalchemy.exc import OperationalError
@@ -126,12 +135,14 @@ def serve(
     from scheduler.logs import configure_logging
     from scheduler.service import SchemaBehindError
     from scheduler.service import serve as run
+    from scheduler.workers import WorkerExited, serve_workers
 
     settings = load_settings(
         host=host,
         port=port,
         database_url=database_url,
         scheduler_enabled=False if no_scheduler else None,
+        workers=workers,
     )
     configure_logging(settings.log_level, settings.log_format)
     if settings.admin_token is None:
@@ -139,7 +150,12 @@ def serve(
             "set HENGE_ADMIN_TOKEN (the admin's bearer token) before starting the server"
         )
     try:
-        run(settings)
+        if settings.workers > 1:
+            serve_workers(settings)
+        else:
+            run(settings)
+    except WorkerExited as exc:
+        raise CLIError(str(exc)) from exc
     except SchemaBehindError as exc:
         raise CLIError(str(exc)) from exc
     except OperationalError as exc:
@@ -552,6 +568,12 @@ def bench_ingest(
             "due (default: every agent posts as fast as it is answered).",
         ),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1, max=64, help="Server processes of the server the benchmark starts (--workers)."
+        ),
+    ] = 1,
     json_file: Annotated[
         Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
     ] = None,
@@ -568,7 +590,7 @@ def bench_ingest(
         task = bar.add_task(f"{agents} agents posting", total=total)
         result = measure_ingest(
             url, token, database_url, agents, seconds, warmup_s=warmup, seed=seed, batch=batch,
-            rate=rate, on_tick=lambda elapsed, posted: bar.update(
+            rate=rate, workers=workers, on_tick=lambda elapsed, posted: bar.update(
                 task, completed=min(elapsed, total),
                 description=f"{agents} agents posting: {posted:,} reports",
             ),

@@ -18,6 +18,12 @@ from pathlib import Path
 
 COMPILED_MODULES: tuple[str, ...] = (
     "scheduler.core.slo",
+    # (the values derived from each agent report at ingestion)
+    "scheduler.core.juice",
+    "scheduler.core.report",
+    "scheduler.core.latency",
+    "scheduler.core.capacity",
+    "scheduler.core.window",
     "scheduler.core.model",
     "scheduler.core.bounds",
     "scheduler.core.cluster",

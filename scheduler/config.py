@@ -127,6 +127,14 @@ class Settings(BaseSettings):
     scheduler_enabled: bool = Field(
         True, description="Run scheduling rounds in `henge serve` (off: API only)."
     )
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Server processes `henge serve` starts on one listening socket. Each serves "
+        "the API; the first also runs the rounds and the background work. More than one uses "
+        "more cores for report ingestion (each holds its own pool of registry connections).",
+    )
 
     retention_days: float = Field(
         30.0, gt=0, description="Metric windows and rounds older than this are purged."

@@ -15,11 +15,13 @@ _LEVELS = {
 }
 
 
-def configure_logging(level: str = "info", fmt: str = "auto") -> None:
-    """Route structlog and the standard library's logging to stderr, as JSON or for a console."""
+def configure_logging(level: str = "info", fmt: str = "auto", worker: int | None = None) -> None:
+    """Route structlog and the standard library's logging to stderr, as JSON or for a console;
+    every event of one of several server processes names its ``worker``."""
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
+        *([_Stamp("worker", worker)] if worker is not None else []),
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
@@ -42,3 +44,16 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
     )
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     logging.getLogger("apscheduler").setLevel(max(_LEVELS[level], logging.WARNING))
+
+
+class _Stamp:
+    """Adds one field with the same value to every event."""
+
+    def __init__(self, key: str, value: object) -> None:
+        self.key, self.value = key, value
+
+    def __call__(
+        self, logger: object, name: str, event: structlog.types.EventDict
+    ) -> structlog.types.EventDict:
+        event[self.key] = self.value
+        return event

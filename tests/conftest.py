@@ -15,7 +15,7 @@ from sqlalchemy import Engine, make_url
 from sqlalchemy.orm import Session
 
 from scheduler.api.app import create_app
-from scheduler.api.deps import get_session
+from scheduler.api.deps import get_report_session, get_session
 from scheduler.cluster.static import StaticCluster
 from scheduler.compiled import build_problems, problem_message
 from scheduler.config import Settings
@@ -137,7 +137,10 @@ def api(
 ) -> Iterator[TestClient]:
     app = create_app(make_settings(pg_url), pg_engine, StaticCluster(4, 8, 32768), clock=clock)
     mount_dashboard(app)  # as the service serves it
+    # Reports too run in the test's transaction (the service gives them sessions that commit
+    # each statement; tests/integration/test_service_ops.py runs those).
     app.dependency_overrides[get_session] = lambda: db_session
+    app.dependency_overrides[get_report_session] = lambda: db_session
     with TestClient(app) as client:
         yield client
 

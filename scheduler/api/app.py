@@ -42,6 +42,10 @@ def create_app(
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
+    # Reports: each statement commits on its own (no BEGIN and COMMIT round trips).
+    app.state.report_session_factory = make_session_factory(
+        engine.execution_options(isolation_level="AUTOCOMMIT")
+    )
     app.state.cluster_source = cluster_source
     app.state.clock = clock
     app.state.metrics = metrics or ServiceMetrics()

@@ -19,3 +19,16 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
         yield session
     finally:
         session.close()
+
+
+async def get_report_session(request: Request) -> AsyncIterator[Session]:
+    """A session whose every statement commits on its own, for agents' reports: a report
+    request reads its job and newest window, then stores its windows in one statement, so a
+    transaction around the two would only add its BEGIN and COMMIT, two more round trips to
+    the registry on the service's hottest path. (Two requests of the same agent racing are
+    settled by the insert's conflict clause, as in a transaction.)"""
+    session: Session = request.app.state.report_session_factory()
+    try:
+        yield session
+    finally:
+        session.close()

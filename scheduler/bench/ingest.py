@@ -217,6 +217,18 @@ class _Agent:
     job_id: str
     token: str
     job: SimulatedJob
+    ready: list[bytes] = field(default_factory=list)
+    """Request bodies made before the run, sent in order before any made during it."""
+
+    def body(self, batch: int) -> bytes:
+        """The next request's body: ``batch`` windows (a batch document when over 1)."""
+        if self.ready:
+            return self.ready.pop(0)
+        if batch > 1:
+            document: Any = {"reports": [self.job.next_report() for _ in range(batch)]}
+        else:
+            document = self.job.next_report()
+        return json.dumps(document, separators=(",", ":")).encode()
 
 
 def _check(response: httpx.Response, what: str) -> Any:
@@ -321,11 +333,7 @@ async def _post_windows(
             began, due = due, due + load.interval_s
         if began >= load.stop_at:
             return last
-        if load.batch > 1:
-            document: Any = {"reports": [agent.job.next_report() for _ in range(load.batch)]}
-        else:
-            document = agent.job.next_report()
-        body = json.dumps(document, separators=(",", ":")).encode()
+        body = agent.body(load.batch)
         try:
             response = await client.post(path, content=body, headers=headers)
         except httpx.HTTPError as exc:
@@ -367,8 +375,15 @@ async def drive_agents(
     tally: Tally,
     on_tick: Any = None,
 ) -> tuple[float, float]:
-    begin = time.perf_counter()
     interval = batch * len(agents) / rate if rate else None
+    if interval is not None:
+        # At a set rate every body is made before the clock starts: the load generator shares
+        # the machine's cores with the server, and its own work must not delay the requests.
+        for agent in agents:
+            agent.ready = [
+                agent.body(batch) for _ in range(math.ceil((warmup_s + seconds) / interval) + 1)
+            ]
+    begin = time.perf_counter()
     load = _Load(begin + warmup_s, begin + warmup_s + seconds, batch, interval)
     tasks = [asyncio.create_task(_agent_loop(url, a, load, tally)) for a in agents]
     if on_tick is not None:
@@ -470,17 +485,18 @@ def round_start_delays(
 
 
 @contextmanager
-def _own_server(database_url: str | None) -> Iterator[tuple[str, str]]:
-    """Start ``henge serve`` on loopback against ``database_url`` or a throw-away Postgres
-    database (created on 127.0.0.1:5432, dropped afterwards)."""
+def _own_server(database_url: str | None, workers: int) -> Iterator[tuple[str, str]]:
+    """Start ``henge serve --workers N`` on loopback against ``database_url`` or a throw-away
+    Postgres database (created on 127.0.0.1:5432, dropped afterwards)."""
     from scheduler.bench.server import ServerError, run_server, temporary_database
 
+    args = ["--workers", str(workers)]
     try:
         if database_url is not None:
-            with run_server(database_url) as handle:
+            with run_server(database_url, args=args) as handle:
                 yield handle.url, handle.admin_token
             return
-        with temporary_database() as url, run_server(url) as handle:
+        with temporary_database() as url, run_server(url, args=args) as handle:
             yield handle.url, handle.admin_token
     except ServerError as exc:
         lines = [line for line in str(exc).splitlines() if line.strip()]
@@ -499,11 +515,13 @@ def measure_ingest(
     seed: int = 1,
     batch: int = DEFAULT_BATCH,
     rate: float | None = None,
+    workers: int = 1,
     on_tick: Callable[[float, int], None] | None = None,
 ) -> IngestResult:
     """The benchmark against ``url`` (a running server, with its admin ``token`` or
-    ``HENGE_TOKEN``), or against a server it starts on ``database_url`` (default: a new
-    Postgres database on 127.0.0.1:5432, dropped afterwards)."""
+    ``HENGE_TOKEN``), or against a server of ``workers`` processes it starts on
+    ``database_url`` (default: a new Postgres database on 127.0.0.1:5432, dropped
+    afterwards)."""
     from psycopg import OperationalError as PgError
 
     if url is not None:
@@ -515,7 +533,7 @@ def measure_ingest(
         result.server = {"url": url, "started_by_bench": False}
         return result
     try:
-        with _own_server(database_url) as (api_url, admin):
+        with _own_server(database_url, workers) as (api_url, admin):
             result = run_ingest(api_url, admin, agents, seconds, warmup_s=warmup_s, seed=seed,
                                 batch=batch, rate=rate, on_tick=on_tick)  # fmt: skip
             delays, skipped = round_start_delays(
@@ -529,6 +547,7 @@ def measure_ingest(
     result.server = {
         "started_by_bench": True,
         "database": "given" if database_url else "temporary postgres",
+        "workers": workers,
     }
     return result
 

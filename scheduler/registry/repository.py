@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -23,6 +25,7 @@ from scheduler.registry.tables import (
     StoredSchedulerState,
     Tenant,
 )
+from scheduler.registry.types import UTCDateTime
 from scheduler.round.store import ActionRecord, AllocationRecord, RoundRecord
 
 
@@ -127,17 +130,55 @@ def latest_windows(session: Session, job_ids: Sequence[str]) -> dict[str, Metric
 # ---- reports ---------------------------------------------------------------------------------
 
 
-def newest_window(session: Session, job_id: str) -> MetricWindow | None:
-    return session.scalar(
-        select(MetricWindow)
-        .where(MetricWindow.job_id == job_id)
-        .order_by(MetricWindow.window_end.desc())
-        .limit(1)
-    )
-
-
 WindowKey = tuple[datetime, datetime]
 """A window's (start, end): with the job, what makes it the same window."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentJob:
+    """What a report request needs of its job: who it is, how it is judged, its target, and
+    its newest window (``None`` before its first)."""
+
+    id: str
+    status: str
+    slo: dict[str, Any]
+    priority: float
+    target_executors: int
+    newest: WindowKey | None
+    newest_report: dict[str, Any] | None
+
+
+def agent_job(session: Session, token_hash: str) -> AgentJob | None:
+    """The job whose agent token hashes to ``token_hash``, with its newest window, in one
+    query: what every report request needs first. (Columns, not ORM objects: this runs for
+    every request.)"""
+    newest = (
+        select(MetricWindow.id)
+        .where(MetricWindow.job_id == Job.id)
+        .order_by(MetricWindow.window_end.desc())
+        .limit(1)
+        .correlate(Job)
+        .scalar_subquery()
+    )
+    found = session.execute(
+        select(
+            Job.id,
+            Job.status,
+            Job.slo,
+            Job.priority,
+            Job.target_executors,
+            MetricWindow.window_start,
+            MetricWindow.window_end,
+            MetricWindow.report,
+        )
+        .outerjoin(MetricWindow, MetricWindow.id == newest)
+        .where(Job.agent_token_hash == token_hash)
+    ).first()
+    if found is None:
+        return None
+    job_id, status, slo, priority, target, start, end, report = found
+    key = (start, end) if start is not None else None
+    return AgentJob(job_id, status, slo, priority, target, key, report)
 
 
 def window_stored(session: Session, job_id: str, start: datetime, end: datetime) -> bool:
@@ -158,15 +199,45 @@ def insert_windows(session: Session, rows: Sequence[dict[str, Any]]) -> set[Wind
     job (an agent's retry racing its first try) is skipped, not an error."""
     if not rows:
         return set()
-    table = MetricWindow.__table__
-    dialect = session.get_bind().dialect.name
-    statement = (
-        postgresql_insert(table) if dialect == "postgresql" else sqlite_insert(table)
-    ).on_conflict_do_nothing(index_elements=["job_id", "window_start", "window_end"])
-    inserted = session.execute(
-        statement.returning(table.c.window_start, table.c.window_end), list(rows)
-    )
+    postgres = session.get_bind().dialect.name == "postgresql"
+    document = _rows_document(rows) if postgres else None
+    if document is not None:
+        inserted = session.execute(_POSTGRES_WINDOW_INSERT, {"rows": document})
+    else:
+        table = MetricWindow.__table__
+        statement = (
+            postgresql_insert(table) if postgres else sqlite_insert(table)
+        ).on_conflict_do_nothing(index_elements=["job_id", "window_start", "window_end"])
+        inserted = session.execute(
+            statement.returning(table.c.window_start, table.c.window_end), list(rows)
+        )
     return {(start, end) for start, end in inserted}
+
+
+_WINDOW_COLUMNS = ", ".join(c.name for c in MetricWindow.__table__.columns if c.name != "id")
+_POSTGRES_WINDOW_INSERT = text(
+    f"INSERT INTO metric_windows ({_WINDOW_COLUMNS}) SELECT {_WINDOW_COLUMNS} "
+    "FROM jsonb_populate_recordset(NULL::metric_windows, CAST(:rows AS jsonb)) "
+    "ON CONFLICT (job_id, window_start, window_end) DO NOTHING "
+    "RETURNING window_start, window_end"
+).columns(window_start=UTCDateTime(), window_end=UTCDateTime())
+"""Windows inserted from one JSON array: the statement's text does not depend on how many
+windows a request carries, so the driver parses it once and Postgres prepares it, where a
+multi-row ``VALUES`` list is new text, parsed anew, for every count."""
+
+
+def _rows_document(rows: Sequence[dict[str, Any]]) -> str | None:
+    """``rows`` as one JSON array, or ``None`` when a column's value has no exact JSON form (a
+    float that is not finite, a datetime without a zone): those take the row-by-row statement.
+    A ``report`` document must hold only JSON's own values, as the API's validation leaves it
+    (it refuses NaN and infinity)."""
+    for row in rows:
+        for value in row.values():
+            if isinstance(value, float) and not math.isfinite(value):
+                return None
+            if isinstance(value, datetime) and value.tzinfo is None:
+                return None
+    return orjson.dumps(list(rows)).decode()
 
 
 def windows_since(

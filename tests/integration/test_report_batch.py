@@ -3,6 +3,7 @@ on real Postgres; and the registry's one-statement insert when another request g
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from datetime import timedelta
 from typing import Any
@@ -135,6 +136,44 @@ def test_insert_skips_windows_another_request_stored_and_says_which_were_its_own
     ours = repo.insert_windows(db_session, rows)
     assert ours == {(T0 + timedelta(seconds=20), T0 + timedelta(seconds=30))}
     assert len(stored_ends(db_session)) == 3
+
+
+@pytest.mark.parametrize("utility", [0.75, math.inf], ids=["one-json-array", "row-by-row"])
+def test_windows_are_stored_alike_whichever_statement_carries_them(
+    agent_job: dict[str, Any], db_session: Session, utility: float
+) -> None:
+    """Finite values go in as one JSON array, a value JSON cannot hold row by row."""
+    document = {"window_start": "2026-01-01T00:00:00+00:00", "sources": [{"name": "s"}]}
+    rows = [
+        {
+            "job_id": agent_job["id"],
+            "window_start": T0 + timedelta(seconds=10 * k),
+            "window_end": T0 + timedelta(seconds=10 * k + 10),
+            "received_at": T0 + timedelta(seconds=10 * k + 11),
+            "executors": 3,
+            "report": document,
+            "utility": utility if k == 1 else 0.5,
+            "juice": None,
+            "latency_ms": 12.5,
+        }
+        for k in range(2)
+    ]
+    assert repo.insert_windows(db_session, rows) == {
+        (r["window_start"], r["window_end"]) for r in rows
+    }
+    stored = db_session.scalars(
+        select(MetricWindow)
+        .where(MetricWindow.job_id == agent_job["id"])
+        .order_by(MetricWindow.window_end)
+    ).all()
+    assert [(w.window_start, w.window_end, w.received_at) for w in stored] == [
+        (r["window_start"], r["window_end"], r["received_at"]) for r in rows
+    ]
+    assert [(w.executors, w.report, w.juice, w.latency_ms) for w in stored] == [
+        (3, document, None, 12.5)
+    ] * 2
+    assert [w.utility for w in stored] == [0.5, utility]
+    assert all(w.received_at.tzinfo is not None for w in stored)
 
 
 def test_a_round_reads_a_job_s_windows_within_the_span_of_its_newest_and_at_most_its_cap(

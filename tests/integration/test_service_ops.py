@@ -1,15 +1,18 @@
 """Operations of real `henge serve` processes on Postgres: Prometheus metrics after a few rounds,
-and leader election between two replicas (only the leader runs rounds; a killed leader is
-replaced within 30 s; no round runs twice)."""
+leader election between two replicas (only the leader runs rounds; a killed leader is
+replaced within 30 s; no round runs twice), and one server of two worker processes."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
@@ -118,3 +121,51 @@ def test_leader_election_one_replica_runs_rounds_and_another_takes_over(fresh_pg
     # No round ran twice and none went missing across the take-over.
     assert numbers == list(range(1, len(numbers) + 1))
     assert set(rounds_run_by(leader)).isdisjoint(rounds_run_by(follower))
+
+
+def workers_that_answered(server: ServerHandle, path_end: str) -> set[int]:
+    """The workers whose debug log has a request to a path ending with ``path_end``."""
+    found = set()
+    for line in server.log_text().splitlines():
+        if '"event": "request"' in line and path_end in line:
+            match = re.search(r'"worker": (\d+)', line)
+            assert match, line
+            found.add(int(match.group(1)))
+    return found
+
+
+def test_two_workers_share_the_port_and_add_up_their_metrics(fresh_pg_url: str):
+    env = {**FAST, "HENGE_LOG_LEVEL": "debug"}
+    with run_server(fresh_pg_url, env=env, args=["--workers", "2"]) as server:
+        job = register_job(server)
+        post_reports(server, job, 30)  # a connection each: the kernel spreads them
+        wait_for("three rounds", lambda: value(metrics(server), "henge_rounds_total") >= 3, 30)
+        scrapes = [metrics(server) for _ in range(6)]  # answered by either worker
+        log = server.log_text()
+        answered = workers_that_answered(server, "/reports")
+    assert answered == {0, 1}
+    rounds_logged = re.findall(r'"round": \d+, "state".*"worker": (\d+)', log)
+    assert rounds_logged and set(rounds_logged) == {"0"}  # only the first worker runs rounds
+    for found in scrapes:
+        assert value(found, "henge_reports_total", outcome="accepted") == 30  # both workers'
+        assert value(found, "henge_leader") == 1
+        assert value(found, "henge_rounds_total") >= 3
+        assert value(found, "henge_max_utility") == 35
+        job_series = found.get("henge_job_utility", [])
+        assert [labels for labels, _ in job_series] == [{"job_id": job["id"], "job": "pageload"}]
+
+
+def test_a_worker_that_dies_stops_the_service(fresh_pg_url: str):
+    with run_server(fresh_pg_url, env=FAST, args=["--workers", "2"]) as server:
+        wait_for("both workers", lambda: len(worker_pids(server)) == 2, 30)
+        os.kill(worker_pids(server)[1], signal.SIGKILL)
+        code = server.process.wait(timeout=30)
+        log = server.log_text()
+    assert code != 0
+    assert re.search(r"henge-worker-\d exited with code -9; stopped the others", log), log
+    with pytest.raises(httpx.ConnectError):  # nothing listens on the port any more
+        httpx.get(f"{server.url}/healthz", timeout=2)
+
+
+def worker_pids(server: ServerHandle) -> list[int]:
+    return [int(p) for p in re.findall(r"Started server process \[(\d+)\]", server.log_text())]

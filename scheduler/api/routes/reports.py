@@ -1,10 +1,11 @@
 """/v1/jobs/{id}/reports: an agent posts metrics windows and learns its job's target.
 
 The hottest path of the service: every job reports every sub-window. So it authenticates and
-loads the job in one query, runs in a single threadpool hop, stores a request's windows with one
-``INSERT … ON CONFLICT DO NOTHING`` and asks the registry for the round number at most once a
-second. ``/reports`` takes one window; ``/reports/batch`` takes several (an agent sending what
-it could not deliver earlier, or a load generator), each validated and stored on its own.
+loads the job with its newest window in one query, runs in a single threadpool hop, stores a
+request's windows with one ``INSERT … ON CONFLICT DO NOTHING``, each statement committing on
+its own, and asks the registry for the round number at most once a second. ``/reports`` takes
+one window; ``/reports/batch`` takes several (an agent sending what it could not deliver
+earlier, or a load generator), each validated and stored on its own.
 """
 
 from __future__ import annotations
@@ -19,18 +20,17 @@ from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from scheduler.api import auth
-from scheduler.api.deps import get_session
+from scheduler.api.deps import get_report_session
 from scheduler.api.errors import field_error
 from scheduler.api.schemas import ReportAck, ReportBatchAck, ReportBatchIn, ReportIn, WindowResult
+from scheduler.core.model import WindowValues
 from scheduler.core.report import Report, report_from_document
 from scheduler.core.slo import slo_from_mapping
 from scheduler.core.window import assess_report
 from scheduler.registry import repository as repo
-from scheduler.registry.tables import Job
 
 router = APIRouter(prefix="/v1/jobs", tags=["reports"])
 
@@ -40,11 +40,11 @@ def post_report(
     job_id: str,
     body: ReportIn,
     request: Request,
-    session: Session = Depends(get_session),
+    session: Session = Depends(get_report_session),
     credentials: HTTPAuthorizationCredentials | None = Depends(auth.agent_credentials),
 ) -> ReportAck:
     job = _agent_job(session, request, credentials, job_id)
-    result = _ingest(session, request, job, [(body, [])])[0]
+    result = _ingest(request, session, job, [(body, [])])[0]
     if result.status == "rejected":
         session.rollback()
         raise HTTPException(status.HTTP_409_CONFLICT, result.detail)
@@ -62,7 +62,7 @@ def post_report_batch(
     job_id: str,
     body: ReportBatchIn,
     request: Request,
-    session: Session = Depends(get_session),
+    session: Session = Depends(get_report_session),
     credentials: HTTPAuthorizationCredentials | None = Depends(auth.agent_credentials),
 ) -> ReportBatchAck:
     """Several windows of one job, oldest first, with a result per window."""
@@ -71,7 +71,7 @@ def post_report_batch(
         _validated(request, raw, ["reports", index]) for index, raw in enumerate(body.reports)
     ]
     valid = [(w, ["reports", index]) for index, w in enumerate(windows) if isinstance(w, ReportIn)]
-    stored = iter(_ingest(session, request, job, valid))
+    stored = iter(_ingest(request, session, job, valid))
     results = [next(stored) if isinstance(w, ReportIn) else w for w in windows]
     target = job.target_executors
     round_number = request.app.state.round_cache.get(session)
@@ -113,9 +113,9 @@ class _Newest:
 
 
 def _ingest(
-    session: Session,
     request: Request,
-    job: Job,
+    session: Session,
+    job: repo.AgentJob,
     bodies: Sequence[tuple[ReportIn, list[str | int]]],
 ) -> list[WindowResult]:
     """Store ``bodies`` (in order; each with where it sits in the request, for an error's
@@ -128,10 +128,9 @@ def _ingest(
     """
     metrics = request.app.state.metrics
     received = request.app.state.clock()
-    stored = repo.newest_window(session, job.id)
     newest = _Newest(
-        (stored.window_start, stored.window_end) if stored is not None else None,
-        report_from_document(stored.report) if stored is not None else None,
+        job.newest,
+        report_from_document(job.newest_report) if job.newest_report is not None else None,
     )
     slo = slo_from_mapping(job.slo)
     keys: dict[repo.WindowKey, int] = {}
@@ -148,7 +147,7 @@ def _ingest(
             continue
         document = body.model_dump(mode="json")
         report = report_from_document(document)
-        derived = dataclasses.asdict(assess_report(report, slo, job.priority, newest.report))
+        derived = _columns(assess_report(report, slo, job.priority, newest.report))
         keys[key] = len(results)
         results.append(WindowResult(status="stored", window_end=body.window_end))
         rows.append(
@@ -168,6 +167,11 @@ def _ingest(
         if key not in inserted:  # stored meanwhile by a concurrent request of the same agent
             results[index] = WindowResult(status="duplicate", window_end=key[1])
     return results
+
+
+def _columns(values: WindowValues) -> dict[str, float | None]:
+    """The values as the window's columns (a flat dataclass: no deep copy needed)."""
+    return {f.name: getattr(values, f.name) for f in dataclasses.fields(values)}
 
 
 def _old_window(
@@ -196,21 +200,22 @@ def _agent_job(
     request: Request,
     credentials: HTTPAuthorizationCredentials | None,
     job_id: str,
-) -> Job:
-    """The job whose agent token this is (authentication and loading in one query); an agent
-    token is good for its own job only, any other id is "no such job"."""
+) -> repo.AgentJob:
+    """The job whose agent token this is, with its newest window (authentication and loading
+    in one query); an agent token is good for its own job only, any other id is "no such
+    job"."""
     token = credentials.credentials if credentials is not None else ""
-    job = (
-        session.scalar(select(Job).where(Job.agent_token_hash == auth.hash_token(token)))
+    found = (
+        repo.agent_job(session, auth.hash_token(token))
         if token.startswith(auth.AGENT_PREFIX)
         else None
     )
     metrics = request.app.state.metrics
-    if job is not None and job.status != "removed":  # a removed job's token is revoked
-        if job.id != job_id:
+    if found is not None and found.status != "removed":  # a removed job's token is revoked
+        if found.id != job_id:
             metrics.report_rejected("unknown_job")
             raise HTTPException(status.HTTP_404_NOT_FOUND, "no such job")
-        return job
+        return found
     metrics.report_rejected("unauthorized")
     who = auth.identify(session, request, token) if token else None
     if who is not None:
