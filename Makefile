@@ -14,7 +14,7 @@ CORE_SOURCES := $(shell find scheduler/core -name '*.py') scheduler/compiled.py 
 LINT_PATHS := scheduler agent tests migrations examples/spark
 AGENT_WHEEL_DIR := dist
 
-.PHONY: setup demo test lint typecheck docs docs-check postgres agent-wheel image image-base uncompile clean
+.PHONY: setup demo test lint typecheck docs docs-check postgres agent-wheel image image-early uncompile clean
 
 $(STAMP): pyproject.toml agent/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,11 +59,15 @@ agent-wheel: setup  ## build the henge-agent wheel into dist/ (what a tenant's d
 image:  ## build the container image from the Dockerfile with buildah (as root; installs buildah and debootstrap)
 	@scripts/ensure-image.sh
 
-# The image tests (tests/image) need buildah and a base image, built once per machine: started in
-# the background before the linters, so that a fresh machine's installs and debootstrap overlap
-# them (the tests wait for it, scripts/ensure-image.sh holds a lock).
-image-base: setup
-	@scripts/ensure-image.sh --base-only > $(VENV)/image-base.log 2>&1 &
+# The image tests (tests/image) need the image, built from the working tree (and, once per
+# machine, buildah and a base image): `make test` starts the build in the background before the
+# linters, so that it overlaps them, and the tests wait for its outcome (HENGE_IMAGE_BUILD_LOG;
+# the .status file beside the log holds the script's exit code once it is done).
+IMAGE_BUILD_LOG := $(VENV)/image-build.log
+image-early: setup
+	@rm -f $(IMAGE_BUILD_LOG).status
+	@{ scripts/ensure-image.sh > $(IMAGE_BUILD_LOG) 2>&1; echo $$? > $(IMAGE_BUILD_LOG).tmp; \
+	   mv $(IMAGE_BUILD_LOG).tmp $(IMAGE_BUILD_LOG).status; } </dev/null >/dev/null 2>&1 &
 
 # The tests run in two parts, each printing its slowest 25 tests' times. Those that start no Spark
 # share out over four workers, whatever the cores: many of them wait on servers and subprocesses,
@@ -72,8 +76,8 @@ image-base: setup
 # with tens of connections). The real Spark ones run alone after them, since they time real
 # processes on the machine's cores: run beside the others, even at a lower priority, both parts
 # had tests miss their time bounds (Postgres and the servers' I/O are shared).
-test: setup postgres image-base lint typecheck docs-check  ## every check and every test
-	$(BIN)/pytest --numprocesses 4 --ignore tests/spark --durations=25
+test: setup postgres image-early lint typecheck docs-check  ## every check and every test
+	HENGE_IMAGE_BUILD_LOG=$(IMAGE_BUILD_LOG) $(BIN)/pytest --numprocesses 4 --ignore tests/spark --durations=25
 	$(BIN)/pytest tests/spark --durations=25
 
 clean: uncompile

@@ -4,8 +4,8 @@
 # already uses on this machine. tests/image/ runs this before it runs the image.
 #
 #   scripts/ensure-image.sh [IMAGE]        # IMAGE, else $HENGE_IMAGE, else localhost/henge:test
-#   scripts/ensure-image.sh --base-only    # the tools and the base only (`make test` starts this
-#                                          # early, in the background, while the linters run)
+#   scripts/ensure-image.sh --base-only    # the tools and the base only
+#   (`make test` starts the whole build early, in the background, while the linters run)
 #
 # The Dockerfile's base (python:3.11-slim-bookworm) lives on Docker Hub, which cannot be reached
 # from here, so the build gets a stand-in of our own: a minimal Debian bookworm root made with

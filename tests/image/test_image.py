@@ -21,7 +21,8 @@ loopback port:
 
 When the image cannot be built (no root, no buildah, no network to Debian or PyPI) the tests fail
 with the script's output: nothing here is skipped. HENGE_TEST_IMAGE names the image (default
-localhost/henge:test).
+localhost/henge:test). Under `make test` the build is started before the linters and the tests
+take its outcome (HENGE_IMAGE_BUILD_LOG names its output); run alone, they build the image.
 """
 
 from __future__ import annotations
@@ -96,6 +97,24 @@ def _checked(done: subprocess.CompletedProcess[str]) -> str:
     return done.stdout
 
 
+def _await(early: Path, log: Path) -> str | None:
+    """Waits for the build `make test` started before the linters (its output in ``early``,
+    its exit code in the ``.status`` file beside it), copies its output to ``log``; why it
+    failed, or None."""
+    status = early.with_name(early.name + ".status")
+    deadline = time.monotonic() + BUILD_TIMEOUT_S
+    while not status.exists():
+        if time.monotonic() > deadline:
+            return f"the build started by make test took over {BUILD_TIMEOUT_S} s: {early}"
+        time.sleep(1)
+    log.write_text(early.read_text(errors="replace"))
+    code = status.read_text().strip()
+    if code != "0":
+        tail = "\n".join(log.read_text().splitlines()[-40:])
+        return f"{ENSURE_IMAGE.name}, started by make test, exited {code}:\n{tail}"
+    return None
+
+
 def _build(log: Path) -> str | None:
     """Runs the script, its output to ``log``; why it failed, or None."""
     with log.open("w") as out:
@@ -129,7 +148,8 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
     with (shared / "built-image.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # (the other workers wait for the build)
         if not outcome.exists():
-            outcome.write_text(_build(log) or "built")
+            early = os.environ.get("HENGE_IMAGE_BUILD_LOG")
+            outcome.write_text((_await(Path(early), log) if early else _build(log)) or "built")
     if outcome.read_text() != "built":
         pytest.fail(f"the image could not be built: {outcome.read_text()}", pytrace=False)
     inspected = json.loads(_checked(_buildah("inspect", "--type", "image", IMAGE)))
