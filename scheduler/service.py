@@ -261,7 +261,19 @@ def build_service(
 def serve(settings: Settings) -> None:
     """Run the API and, when enabled, the scheduler loop until interrupted (one process; see
     :mod:`scheduler.workers` for several)."""
-    service = build_service(settings)
+    run_until_stopped(build_service(settings))
+
+
+def run_until_stopped(
+    service: Service,
+    sockets: list[socket.socket] | None = None,
+    *,
+    background: bool = True,
+) -> None:
+    """Serve the API (on ``sockets`` when given, else on the settings' address) and run the
+    background work, until the server stops; then release the leadership and the registry's
+    connections."""
+    settings = service.settings
     config = uvicorn.Config(
         service.app,
         host=settings.host,
@@ -270,20 +282,6 @@ def serve(settings: Settings) -> None:
         access_log=False,
         lifespan="on",
     )
-    run_until_stopped(service, uvicorn.Server(config))
-
-
-def run_until_stopped(
-    service: Service,
-    server: uvicorn.Server,
-    sockets: list[socket.socket] | None = None,
-    *,
-    background: bool = True,
-) -> None:
-    """Serve the API with ``server`` (on ``sockets`` when given, else on the address of its
-    config) and run the background work, until the server stops; then release the leadership
-    and the registry's connections."""
-    settings = service.settings
     log.info(
         "serve.start",
         host=settings.host,
@@ -301,7 +299,7 @@ def run_until_stopped(
     gc.freeze()
     scheduler = service.start_background() if background else None
     try:
-        server.run(sockets=sockets)
+        uvicorn.Server(config).run(sockets=sockets)
     finally:
         if scheduler is not None:
             scheduler.shutdown(wait=True)

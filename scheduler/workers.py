@@ -79,8 +79,6 @@ def serve_workers(settings: Settings) -> None:
 def run_worker(settings: Settings, index: int, shared: Path) -> None:
     """One worker: the service on a listening socket of its own on the service's port, its
     metrics in ``shared``."""
-    import uvicorn
-
     from scheduler.logs import configure_logging
     from scheduler.prometheus import ServiceMetrics, share_metrics_directory
     from scheduler.service import build_service, run_until_stopped
@@ -90,10 +88,9 @@ def run_worker(settings: Settings, index: int, shared: Path) -> None:
     leads = index == 0
     own = settings if leads else settings.model_copy(update={"scheduler_enabled": False})
     service = build_service(own, metrics=ServiceMetrics(shared))
-    config = uvicorn.Config(service.app, log_config=None, access_log=False, lifespan="on")
     listener = _reuse_port_socket(settings.host, settings.port)
     listener.listen(LISTEN_BACKLOG)
-    run_until_stopped(service, uvicorn.Server(config), [listener], background=leads)
+    run_until_stopped(service, [listener], background=leads)
 
 
 def _reuse_port_socket(host: str, port: int) -> socket.socket:

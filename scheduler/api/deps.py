@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import closing
 
 from fastapi import Request
 from sqlalchemy.orm import Session
@@ -14,11 +15,8 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     Async on purpose: opening a session does no I/O, and an async dependency costs no trip
     through the threadpool. Routes run in the threadpool and use the session there.
     """
-    session: Session = request.app.state.session_factory()
-    try:
+    with closing(request.app.state.session_factory()) as session:
         yield session
-    finally:
-        session.close()
 
 
 async def get_report_session(request: Request) -> AsyncIterator[Session]:
@@ -27,8 +25,5 @@ async def get_report_session(request: Request) -> AsyncIterator[Session]:
     transaction around the two would only add its BEGIN and COMMIT, two more round trips to
     the registry on the service's hottest path. (Two requests of the same agent racing are
     settled by the insert's conflict clause, as in a transaction.)"""
-    session: Session = request.app.state.report_session_factory()
-    try:
+    with closing(request.app.state.report_session_factory()) as session:
         yield session
-    finally:
-        session.close()

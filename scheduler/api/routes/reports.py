@@ -44,13 +44,11 @@ def post_report(
     credentials: HTTPAuthorizationCredentials | None = Depends(auth.agent_credentials),
 ) -> ReportAck:
     job = _agent_job(session, request, credentials, job_id)
-    result = _ingest(request, session, job, [(body, [])])[0]
+    result = _ingest(session, request, job, [(body, [])])[0]
     if result.status == "rejected":
-        session.rollback()
         raise HTTPException(status.HTTP_409_CONFLICT, result.detail)
     target = job.target_executors
     round_number = request.app.state.round_cache.get(session)
-    session.commit()
     _count_acknowledged(request, [result])
     return ReportAck(
         target_executors=target, round=round_number, duplicate=result.status == "duplicate"
@@ -71,11 +69,10 @@ def post_report_batch(
         _validated(request, raw, ["reports", index]) for index, raw in enumerate(body.reports)
     ]
     valid = [(w, ["reports", index]) for index, w in enumerate(windows) if isinstance(w, ReportIn)]
-    stored = iter(_ingest(request, session, job, valid))
+    stored = iter(_ingest(session, request, job, valid))
     results = [next(stored) if isinstance(w, ReportIn) else w for w in windows]
     target = job.target_executors
     round_number = request.app.state.round_cache.get(session)
-    session.commit()
     _count_acknowledged(request, results)
     return ReportBatchAck(target_executors=target, round=round_number, results=results)
 
@@ -113,8 +110,8 @@ class _Newest:
 
 
 def _ingest(
-    request: Request,
     session: Session,
+    request: Request,
     job: repo.AgentJob,
     bodies: Sequence[tuple[ReportIn, list[str | int]]],
 ) -> list[WindowResult]:
