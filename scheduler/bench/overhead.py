@@ -2,7 +2,9 @@
 clusters of 100 to 10,000 jobs.
 
 The timed round is a demanding one: the state has history and per-job models (built by a few
-warm-up rounds), the last reconfiguration is judged, and the next one is chosen and sized.
+warm-up rounds), the last reconfiguration is judged, and the next one is chosen and sized. The
+call is timed as a round makes it (:func:`scheduler.round.deciding.decide_paused`, the garbage
+collector paused), and again with the collector running, for comparison.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,6 +27,7 @@ from scheduler.core.model import (
     Snapshot,
 )
 from scheduler.core.slo import SLO, utility
+from scheduler.round.deciding import decide_paused
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 NODE_CORES = 32
@@ -139,23 +142,40 @@ def _percentile(values: Sequence[float], q: float) -> float:
 def measure_decide(
     sizes: Sequence[int] = (100, 1000, 10000), repeats: int = 30, seed: int = 1
 ) -> dict[str, Any]:
-    """Milliseconds per ``decide()`` with ``henge``: ``{"decide_ms": {"100": {...}, ...}}``."""
+    """Milliseconds per ``decide()`` with ``henge``: ``{"decide_ms": {"100": {...}, ...}}``,
+    each with the median and p99 of the calls as a round makes them and the median of as many
+    calls with the garbage collector running (``median_collecting``)."""
     settings = CoreSettings(policy="henge")
     result: dict[str, dict[str, float]] = {}
     for size in sizes:
         snapshot, state = _warm_state(synthetic_snapshot(size, seed), settings)
         now = snapshot.taken_at
-        times: list[float] = []
-        for _ in range(max(1, repeats)):
-            start = time.perf_counter()
-            decide(snapshot, state, settings, now)
-            times.append((time.perf_counter() - start) * 1000.0)
+        runs = max(1, repeats)
+        paused: list[float] = []
+        collecting: list[float] = []
+        for _ in range(runs):  # alternately, so that both meet the same machine
+            paused.append(_timed(decide_paused, snapshot, state, settings, now))
+            collecting.append(_timed(decide, snapshot, state, settings, now))
         result[str(size)] = {
-            "median": round(statistics.median(times), 3),
-            "p99": round(_percentile(times, 0.99), 3),
-            "runs": float(len(times)),
+            "median": round(statistics.median(paused), 3),
+            "p99": round(_percentile(paused, 0.99), 3),
+            "median_collecting": round(statistics.median(collecting), 3),
+            "runs": float(runs),
         }
     return {"decide_ms": result}
+
+
+def _timed(
+    call: Callable[[Snapshot, SchedulerState, CoreSettings, datetime], object],
+    snapshot: Snapshot,
+    state: SchedulerState,
+    settings: CoreSettings,
+    now: datetime,
+) -> float:
+    """Milliseconds ``call(snapshot, state, settings, now)`` takes."""
+    start = time.perf_counter()
+    call(snapshot, state, settings, now)
+    return (time.perf_counter() - start) * 1000.0
 
 
 if __name__ == "__main__":  # pragma: no cover

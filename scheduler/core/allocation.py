@@ -106,42 +106,46 @@ def greedy_allocation(choices: Sequence[JobChoices], spare: int) -> tuple[float,
     """
     chosen = [0] * len(choices)
     left = spare
-
-    def best_upgrade(j: int) -> tuple[float, int, int] | None:
-        """The heap entry of job ``j``'s best upgrade that fits, if any."""
-        points = choices[j].points
-        _, cores_now, utility_now = points[chosen[j]]
-        best: tuple[float, int] | None = None
-        for index in range(chosen[j] + 1, len(points)):
-            _, cores, value = points[index]
-            extra = cores - cores_now
-            if extra > left:
-                break
-            ratio = (value - utility_now) / extra if extra > 0 else math.inf
-            if best is None or ratio > best[0]:
-                best = (ratio, index)
-        return None if best is None else (-best[0], j, best[1])
-
-    def push_best(j: int) -> None:
-        entry = best_upgrade(j)
+    # A plain function, not a closure: a closure over the heap would make a reference cycle
+    # that holds every job's choices until the cyclic garbage collector runs.
+    heap: list[tuple[float, int, int]] = []
+    for j, job in enumerate(choices):
+        entry = _best_upgrade(job.points, 0, j, left)
         if entry is not None:
-            heapq.heappush(heap, entry)
-
-    heap = [e for e in map(best_upgrade, range(len(choices))) if e is not None]
+            heap.append(entry)
     heapq.heapify(heap)  # (the same entries as pushing each: pops come in the same order)
     while heap:
         _, j, index = heapq.heappop(heap)
         if index <= chosen[j]:
             continue
-        extra = choices[j].points[index][1] - choices[j].points[chosen[j]][1]
-        if extra > left:
-            push_best(j)
-            continue
-        chosen[j] = index
-        left -= extra
-        push_best(j)
+        points = choices[j].points
+        extra = points[index][1] - points[chosen[j]][1]
+        if extra <= left:
+            chosen[j] = index
+            left -= extra
+        entry = _best_upgrade(points, chosen[j], j, left)
+        if entry is not None:
+            heapq.heappush(heap, entry)
     total = sum(job.points[i][2] for job, i in zip(choices, chosen, strict=True))
     return total, chosen
+
+
+def _best_upgrade(
+    points: tuple[tuple[int, int, float], ...], at: int, j: int, left: int
+) -> tuple[float, int, int] | None:
+    """The heap entry of job ``j``'s best upgrade from its point ``at`` that fits in ``left``
+    cores, if any."""
+    _, cores_now, utility_now = points[at]
+    best: tuple[float, int] | None = None
+    for index in range(at + 1, len(points)):
+        _, cores, value = points[index]
+        extra = cores - cores_now
+        if extra > left:
+            break
+        ratio = (value - utility_now) / extra if extra > 0 else math.inf
+        if best is None or ratio > best[0]:
+            best = (ratio, index)
+    return None if best is None else (-best[0], j, best[1])
 
 
 def solve_choices(

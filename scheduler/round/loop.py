@@ -17,10 +17,11 @@ from datetime import datetime
 import structlog
 
 from scheduler.cluster.port import ClusterSource
-from scheduler.core.decide import CoreSettings, SchedulerState, decide
+from scheduler.core.decide import CoreSettings, SchedulerState
 from scheduler.core.model import JobStatus, Plan, Snapshot
 from scheduler.prometheus import ServiceMetrics
 from scheduler.realize.port import Realizer
+from scheduler.round.deciding import decide_paused
 from scheduler.round.forecasts import ForecastSource
 from scheduler.round.snapshot import build_snapshot
 from scheduler.round.store import (
@@ -107,7 +108,7 @@ class SchedulerLoop:
             tx, self.cluster_source, jobs, now, number,
             self.settings.window_s, self.settings.sub_window_s, forecasts,
         )  # fmt: skip
-        plan, new_state = decide(snapshot, state, self.core, now)
+        plan, new_state = decide_paused(snapshot, state, self.core, now)
         self._failpoint("round.decided", plan)
 
         statuses = {j.job_id: j.status for j in jobs}

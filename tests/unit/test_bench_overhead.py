@@ -23,4 +23,5 @@ def test_measure_decide_reports_median_and_p99_per_size() -> None:
     assert set(result["decide_ms"]) == {"10", "40"}
     for timing in result["decide_ms"].values():
         assert 0 < timing["median"] <= timing["p99"]
+        assert timing["median_collecting"] > 0
         assert timing["runs"] == 3
