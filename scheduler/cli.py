@@ -402,6 +402,51 @@ def _forecast_text(forecast: dict[str, Any] | None) -> str:
     )
 
 
+@job_app.command("options")
+def job_options(
+    job_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
+) -> None:
+    """What each executor count would give a job: predicted juice, latency (its SLO's
+    statistic) and utility at its input now and at its forecast's peak, and core-hours a day.
+    The smallest count that meets the SLO now is marked "now", the smallest that meets it at
+    the peak too "peak". No numbers while the scheduler's model of the job is not trusted."""
+    data = _client(url, token).get(f"/v1/jobs/{job_id}/options")
+    if as_json:
+        _print_json(data)
+        return
+    peak = data["peak"]
+    out.print(f"model: {'trusted' if data['trusted'] else 'not trusted'} ({data['reason']})")
+    rate = data["input_rate"]
+    out.print(f"input now: {'-' if rate is None else f'{rate:,.0f} rows/s'}; " + _peak_text(peak))
+    if not data["options"]:
+        return
+    columns = ["executors", "latency ms", "juice", "utility"]
+    if peak is not None:
+        columns += ["peak: latency ms", "peak: juice", "peak: utility"]
+    columns += ["core-h/day", ""]
+    rows = []
+    for option in data["options"]:
+        n, now, at_peak = option["executors"], option["now"], option["peak"]
+        row = [n, now["latency_ms"], now["juice"], now["utility"]]
+        if peak is not None:
+            row += [at_peak["latency_ms"], at_peak["juice"], at_peak["utility"]]
+        marks = [
+            mark
+            for mark, count in (("held", data["held"]), ("now", data["meets_now"]),
+                                ("peak", data["meets_peak"]))
+            if count == n
+        ]  # fmt: skip
+        rows.append([*row, option["core_hours_per_day"], ", ".join(marks)])
+    _table(f"options of {job_id}", columns, rows)
+
+
+def _peak_text(peak: dict[str, Any] | None) -> str:
+    if peak is None:
+        return "no forecast ahead"
+    trust = "trusted" if peak["trusted"] else "not trusted"
+    return f"forecast peak {peak['input_rate']:,.0f} rows/s at {peak['at']} ({trust})"
+
+
 @job_app.command("history")
 def job_history(
     job_id: str,

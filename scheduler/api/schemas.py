@@ -312,6 +312,54 @@ class JobForecastOut(BaseModel):
     )
 
 
+class OutcomeOut(BaseModel):
+    """What one executor count is predicted to give at one input rate."""
+
+    juice: float
+    latency_ms: float | None = Field(
+        description="The SLO's latency statistic (null: unbounded, as the input outruns the "
+        "count, or unknown for a job without a latency objective)."
+    )
+    utility: float
+    meets_slo: bool
+
+
+class OptionOut(BaseModel):
+    executors: int
+    now: OutcomeOut = Field(description="At the input of the job's current window.")
+    peak: OutcomeOut | None = Field(description="At the forecast's peak (null: no forecast).")
+    core_hours_per_day: float
+
+
+class PeakOut(BaseModel):
+    input_rate: float = Field(description="The forecast's highest upper quantile, rows/s.")
+    at: datetime
+    trusted: bool = Field(description="The forecast has beaten the seasonal-naive one.")
+
+
+class JobOptionsOut(BaseModel):
+    """What each executor count would give the job, from the model the scheduler keeps of it;
+    no numbers while that model is not trusted (``reason`` says why)."""
+
+    job_id: str
+    trusted: bool
+    reason: str
+    input_rate: float | None
+    peak: PeakOut | None = Field(
+        description="The peak of the job's input forecast over the next 24 h, as far as the "
+        "forecast reaches."
+    )
+    held: int = Field(description="Executors the job holds now.")
+    meets_now: int | None = Field(
+        description="The smallest count that meets the SLO at the input now (null: none)."
+    )
+    meets_peak: int | None = Field(
+        description="The smallest count that meets it now and at the peak (null: none, or no "
+        "forecast)."
+    )
+    options: list[OptionOut]
+
+
 class JobActionOut(BaseModel):
     """One action on a job, for its page (``/v1/rounds`` is the admin's)."""
 

@@ -60,7 +60,7 @@ class SqlRoundTx:
 
     def jobs(self) -> Sequence[JobRecord]:
         self._rows = {job.id: job for job in repo.active_jobs(self.session)}
-        return [_record(job) for job in self._rows.values()]
+        return [job_record(job) for job in self._rows.values()]
 
     def reports_since(
         self, job_ids: Sequence[str], since: datetime, span_s: float, newest: int
@@ -92,7 +92,8 @@ class SqlRoundTx:
         repo.record_round(self.session, record, actions, allocations, dict(state))
 
 
-def _record(job: Job) -> JobRecord:
+def job_record(job: Job) -> JobRecord:
+    """The registry's job as the round reads it."""
     return JobRecord(
         job_id=job.id,
         name=job.name,

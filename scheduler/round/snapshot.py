@@ -25,6 +25,25 @@ def build_snapshot(
     forecasts: Mapping[str, InputForecast] | None = None,
 ) -> Snapshot:
     """The snapshot for round ``round_number`` of ``jobs``, with their input ``forecasts``."""
+    views = job_views(tx, jobs, now, window_s, sub_window_s, forecasts)
+    holdings = [
+        Holding(j.job_id, j.target_executors, j.executor_cores, j.executor_memory_mb) for j in jobs
+    ]
+    return Snapshot(
+        round_number=round_number, jobs=views, cluster=cluster_source.view(holdings), taken_at=now
+    )
+
+
+def job_views(
+    tx: RoundTx,
+    jobs: Sequence[JobRecord],
+    now: datetime,
+    window_s: float,
+    sub_window_s: float,
+    forecasts: Mapping[str, InputForecast] | None = None,
+) -> tuple[JobView, ...]:
+    """Each of ``jobs`` as a round sees it at ``now``: its sliding-window metrics from its recent
+    reports, and its input forecast from ``forecasts``."""
     ids = [j.job_id for j in jobs]
     # One sub-window more than the window: the backlog and batch-gap rules need the report
     # just before the window as their baseline.
@@ -38,17 +57,11 @@ def build_snapshot(
     quiet = [i for i in ids if not recent.get(i)]
     last_seen = tx.last_report_at(quiet) if quiet else {}
     forecasts = forecasts or {}
-    views = tuple(
+    return tuple(
         job_view(job, recent.get(job.job_id, ()), last_seen.get(job.job_id), now, window_s,
                  forecasts.get(job.job_id))
         for job in jobs
     )  # fmt: skip
-    holdings = [
-        Holding(j.job_id, j.target_executors, j.executor_cores, j.executor_memory_mb) for j in jobs
-    ]
-    return Snapshot(
-        round_number=round_number, jobs=views, cluster=cluster_source.view(holdings), taken_at=now
-    )
 
 
 def job_view(

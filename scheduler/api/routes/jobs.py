@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any
 
@@ -22,13 +23,17 @@ from scheduler.api.schemas import (
     JobForecastOut,
     JobHistory,
     JobInput,
+    JobOptionsOut,
     JobOut,
     JobPatch,
+    OptionOut,
+    OutcomeOut,
+    PeakOut,
     SLOIn,
 )
 from scheduler.api.timeparams import ACTIONS, MINUTES, WINDOWS, TimeRange
 from scheduler.core.slo import SLOError, slo_from_mapping, validate_slo
-from scheduler.registry import forecasts, history
+from scheduler.registry import forecasts, history, plans
 from scheduler.registry import repository as repo
 from scheduler.registry.tables import Job, MetricWindow
 
@@ -242,6 +247,40 @@ def job_forecast(
         error=forecast.error,
         recent_error=stored.recent_error,
         trusted=stored.trusted,
+    )
+
+
+@router.get("/{job_id}/options", response_model=JobOptionsOut)
+def job_options(
+    job_id: str,
+    request: Request,
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_reader),
+) -> JobOptionsOut:
+    """What each executor count would give the job (predicted juice, latency and utility now
+    and at its forecast's peak, core-hours a day), with the smallest counts that meet its SLO;
+    no numbers while the scheduler's model of the job is not trusted."""
+    job = _visible(session, job_id, who)
+    found = plans.options_of(session, job, request.app.state.settings, request.app.state.clock())
+    peak = found.peak
+    return JobOptionsOut(
+        job_id=found.job_id,
+        trusted=found.trusted,
+        reason=found.reason,
+        input_rate=found.input_rate,
+        peak=PeakOut(input_rate=peak.rate, at=peak.at, trusted=peak.trusted) if peak else None,
+        held=found.held,
+        meets_now=found.meets_now,
+        meets_peak=found.meets_peak,
+        options=[
+            OptionOut(
+                executors=o.executors,
+                now=OutcomeOut(**dataclasses.asdict(o.now)),
+                peak=OutcomeOut(**dataclasses.asdict(o.peak)) if o.peak is not None else None,
+                core_hours_per_day=o.core_hours_per_day,
+            )
+            for o in found.options
+        ],
     )
 
 
