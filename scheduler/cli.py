@@ -884,6 +884,51 @@ def bench_reference(
     _write_json(json_file, figures)
 
 
+@bench_app.command("plan")
+def bench_plan(
+    scenarios: Annotated[
+        str, typer.Option(help="Comma-separated scenarios (default: every built-in one).")
+    ] = "",
+    seed: Annotated[int, typer.Option(help="Seed of each scenario's run.")] = 1,
+    json_file: FiguresFile = None,
+) -> None:
+    """A job's options checked against the simulator's truth: each scenario runs under henge,
+    and after a 10-minute warm-up every sixth round compares the options' predicted utility
+    at the counts within 50 % of what each job holds with the world's true steady-state
+    utility (mean absolute error as a fraction of the priority; goal 0.05), and checks that the
+    count marked as the smallest meeting the SLO truly meets it."""
+    from scheduler.bench.plan import GOAL_MAE, measure_plans
+    from scheduler.logs import configure_logging
+    from scheduler.sim.run import scenario_names
+
+    configure_logging("warning", "console")
+    names = scenario_names([n for n in scenarios.split(",") if n])
+    for name in names:
+        _load_scenario(name)
+    figures = measure_plans(names, seed)
+    rows = [
+        [
+            r["scenario"],
+            r["checks"],
+            r["untrusted"],
+            r["compared"],
+            r["mae"],
+            r["p90"],
+            r["mae_true_input"],
+            f"{r['marked_met']}/{r['marked']}" if r["marked"] else None,
+        ]
+        for r in figures["scenarios"]
+    ]
+    columns = [
+        "scenario", "trusted", "untrusted", "counts compared", "MAE", "p90",
+        "MAE at the true input", "marked met",
+    ]  # fmt: skip
+    _table(f"options against the truth (seed {seed}; goal MAE <= {GOAL_MAE})", columns, rows)
+    verdict = "met" if figures["goal_met"] else "missed"
+    out.print(f"goal (MAE <= {GOAL_MAE} on every scenario with trusted models): {verdict}")
+    _write_json(json_file, figures)
+
+
 @bench_app.command("spark-contention")
 def bench_spark_contention(
     out_dir: Annotated[

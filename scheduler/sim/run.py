@@ -12,7 +12,7 @@ from typing import Any
 from scheduler.round.forecasts import ForecastSource
 from scheduler.sim.events import event_marks
 from scheduler.sim.forecasts import SimForecasts
-from scheduler.sim.runner import Progress, RunSettings, Steering, simulate
+from scheduler.sim.runner import Progress, RoundHook, RunSettings, Steering, simulate
 from scheduler.sim.scenario import Scenario
 from scheduler.sim.scenario_file import load_scenario
 from scheduler.sim.summary import summarize
@@ -38,6 +38,7 @@ def run_scenario(
     oracle: bool = True,
     progress: Progress | None = None,
     steering: Steering | None = None,
+    on_round: RoundHook | None = None,
 ) -> SimResult:
     world = build_world(scenario, seed)
     forecasts = None
@@ -59,6 +60,7 @@ def run_scenario(
         events=event_marks(scenario),
         steering=steering,
         forecasts=forecasts,
+        on_round=on_round,
     )
 
 

@@ -42,6 +42,10 @@ policy's plan (the reference allocations of :mod:`scheduler.sim.reference`)."""
 ForecastsFor = Callable[[Mapping[str, str]], ForecastSource]
 """Builds a run's forecast source from its job ids' names in the world."""
 
+RoundHook = Callable[[RoundOutcome, "Simulation"], None]
+"""Called after each round with its outcome and the simulation (``henge bench plan`` checks
+the policy's models against the world's truth there)."""
+
 
 @dataclass
 class VirtualClock:
@@ -186,7 +190,10 @@ class Simulation:
         self,
         progress: Progress | None = None,
         on_sample: Callable[[RoundSample], None] | None = None,
+        on_round: RoundHook | None = None,
     ) -> tuple[list[RoundSample], list[ActionEvent]]:
+        """Play the world to its end; ``on_sample`` sees each round's sample, ``on_round`` each
+        round's outcome with the simulation (its world and the state the round kept)."""
         step = timedelta(seconds=self.settings.sub_window_s)
         end = self.world.start + timedelta(seconds=self.settings.duration_s)
         next_round = self.scheduler_start
@@ -203,7 +210,7 @@ class Simulation:
             if self.clock.now >= self.scheduler_start:
                 self.core_seconds += self._cores_held() * self.settings.sub_window_s
                 if self.clock.now >= next_round:
-                    sample = self._round()
+                    sample = self._round(on_round)
                     if on_sample is not None:
                         on_sample(sample)
                     next_round += timedelta(seconds=self.settings.round_interval_s)
@@ -229,9 +236,11 @@ class Simulation:
     def _cores_held(self) -> float:
         return sum(node.cores_requested for node in self.world.cluster().nodes)
 
-    def _round(self) -> RoundSample:
+    def _round(self, on_round: RoundHook | None = None) -> RoundSample:
         outcome = self.loop.run_round()
         assert outcome is not None  # a simulation has no competing process
+        if on_round is not None:
+            on_round(outcome, self)
         t_s = (self.clock.now - self.scheduler_start).total_seconds()
         names = self.agents.names
         plan = outcome.plan
@@ -323,15 +332,16 @@ def simulate(
     events: Sequence[EventMark] = (),
     steering: Steering | None = None,
     forecasts: ForecastsFor | None = None,
+    on_round: RoundHook | None = None,
 ) -> SimResult:
     """Run ``world`` under ``policy`` and return what happened; ``events`` (the scenario's, for
     recovery times) are passed through to the result. With ``steering`` the executors it picks
-    replace the policy's after every round."""
+    replace the policy's after every round; ``on_round`` sees each round's outcome."""
     started = time.perf_counter()
     core = CoreSettings(policy=policy, policy_params=dict(policy_params or {}),
                         **dict(core_overrides or {}))  # fmt: skip
     run = Simulation(world, core, settings, oracle=oracle, steering=steering, forecasts=forecasts)
-    samples, actions = run.run(progress)
+    samples, actions = run.run(progress, on_round=on_round)
     return SimResult(
         scenario=scenario,
         policy=policy,

@@ -62,6 +62,10 @@ class World(Protocol):
         running executors (the true model, for the oracle; no noise)."""
         ...
 
+    def true_rate(self, job: str, now: datetime) -> float:
+        """The job's input rate at ``now`` (rows per second, no noise)."""
+        ...
+
     def capacity_cores(self, now: datetime) -> float:
         """Cores of the ready nodes at ``now`` (for the oracle)."""
         ...

@@ -106,9 +106,10 @@ class SimWorld:
         return self._view[1]
 
     def true_utility(self, job: str, executors: int, now: datetime) -> float:
-        t = self._seconds(now)
-        rate = self._schedules[job].rate(t)
-        return self._models[job].true_utility(rate, executors)
+        return self._models[job].true_utility(self.true_rate(job, now), executors)
+
+    def true_rate(self, job: str, now: datetime) -> float:
+        return self._schedules[job].rate(self._seconds(now))
 
     def capacity_cores(self, now: datetime) -> float:
         return ready_cores_at(self.scenario.cluster, self.scenario.events, self._seconds(now))
