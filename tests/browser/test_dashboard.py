@@ -3,13 +3,21 @@ actions, the jobs table, a job page, the rounds log and its filters, refreshing 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import random
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 from sqlalchemy import insert
+from sqlalchemy.orm import Session
 
+from scheduler.bench.dashboard_seed import SeededJob, post_reports
+from scheduler.core.decide import SchedulerState
+from scheduler.core.policies.henge.model import JobModel
+from scheduler.core.policies.henge.product_state import ProductState
 from scheduler.registry.engine import make_engine
-from scheduler.registry.tables import Round
+from scheduler.registry.tables import Round, StoredSchedulerState
 from tests.browser.conftest import (
     REFRESH_S,
     SEED_ROUNDS,
@@ -217,3 +225,60 @@ def test_the_overview_refreshes_itself_while_open(page: Any, dashboard: Dashboar
         timeout=(REFRESH_S * 2 + 5) * 1000,
     )
     assert int(page.evaluate("() => document.body.dataset.loads")) >= 2
+
+
+def _fresh_windows_and_a_model(dashboard: Dashboard, job: SeededJob) -> None:
+    """Six windows of ``job`` after its newest (a current window on its agent's clock) and a
+    stored state holding a trusted model of it, as a round keeps it."""
+    seeded = dashboard.seeded
+    history = api_get(dashboard, f"/v1/jobs/{job.id}/history", limit=1)["points"]
+    end = datetime.fromisoformat(history[-1]["window_end"]) + timedelta(seconds=60)
+    one = replace(seeded, jobs=[job])
+    with httpx.Client(base_url=dashboard.url, timeout=30) as http:
+        post_reports(http, one, 6, end, 10.0, {job.id: 4}, random.Random(3))
+    model = JobModel(row_cost_s=0.0001, overhead_s=0.02, trigger_s=1.0, windows=20,
+                     last_report=None)  # fmt: skip
+    state = SchedulerState("henge", ProductState(models={job.id: model}, errors={job.id: 0.01}))
+    engine = make_engine(dashboard.database_url, pool_size=1)
+    try:
+        with Session(engine) as session:
+            row = session.get(StoredSchedulerState, 1)
+            last = row.last_round if row is not None else SEED_ROUNDS
+            session.merge(StoredSchedulerState(id=1, state=state.to_json(), last_round=last,
+                                               updated_at=datetime.now(UTC)))  # fmt: skip
+            session.commit()
+    finally:
+        engine.dispose()
+
+
+def test_a_job_page_shows_its_options_or_why_it_has_none(page: Any, dashboard: Dashboard) -> None:
+    # A job with a throughput SLO, which one executor meets at the model's row cost.
+    throughput = {
+        j["id"] for j in api_get(dashboard, "/v1/jobs") if j["slo"].get("latency_ms") is None
+    }
+    trusted_job = next(j for j in reversed(dashboard.seeded.jobs) if j.id in throughput)
+    other = next(j for j in dashboard.seeded.jobs if j.id != trusted_job.id)
+    _fresh_windows_and_a_model(dashboard, trusted_job)
+    sign_in(page, dashboard.admin_token, f"/ui/login?next=/ui/jobs/{trusted_job.id}")
+    wait_ready(page)
+    options = api_get(dashboard, f"/v1/jobs/{trusted_job.id}/options")
+    assert options["trusted"] and options["options"], options
+    assert page.text_content("#job-options-model") == f"model trusted ({options['reason']})"
+    assert page.is_visible("#job-options")
+    listed = options["options"]
+    assert _column(page, "job-options", 0) == [str(o["executors"]) for o in listed]
+    assert _column(page, "job-options", 3) == [f"{o['now']['utility']:.2f}" for o in listed]
+    marks = dict(zip(_column(page, "job-options", 0), _column(page, "job-options", 8), strict=True))
+    assert options["meets_now"] == 1  # 2,000 rows/s at 0.1 ms a row: a fifth of one core
+    assert "now" in marks["1"].split(", ")
+    assert sum("now" in m.split(", ") for m in marks.values()) == 1
+    screenshot(page, "job-options")
+
+    # A job without a model: the reason, and no table.
+    with page.expect_navigation():
+        page.goto(f"/ui/jobs/{other.id}")
+    wait_ready(page)
+    reason = api_get(dashboard, f"/v1/jobs/{other.id}/options")["reason"]
+    assert page.text_content("#job-options-model") == f"no options: {reason}"
+    assert not page.is_visible("#job-options")
+    assert page.console_errors == []

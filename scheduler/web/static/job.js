@@ -45,6 +45,33 @@ function showForecast(forecast) {
   setText('job-forecast-sub', `${forecast.method} · error against seasonal-naive ${ratio(forecast.error)} fitted, ${ratio(forecast.recent_error)} since`);
 }
 
+// What each executor count would give (GET /v1/jobs/{id}/options): the model's predictions
+// now and at the forecast's peak, the smallest counts meeting the SLO marked; only the reason
+// while the model is not trusted.
+function showOptions(options) {
+  setText('job-options-model', options.trusted ? `model trusted (${options.reason})` : `no options: ${options.reason}`);
+  const rate = options.input_rate === null ? '–' : `${num(options.input_rate, 0)} rows/s`;
+  const peak = options.peak;
+  const ahead = peak === null ? 'no forecast ahead' : `forecast peak ${num(peak.input_rate, 0)} rows/s at ${utc(Date.parse(peak.at))} UTC (${peak.trusted ? 'trusted' : 'not trusted'})`;
+  setText('job-options-input', `input now ${rate} · ${ahead}`);
+  const table = document.getElementById('job-options');
+  table.hidden = options.options.length === 0;
+  for (const cell of table.querySelectorAll('th.peak')) cell.hidden = peak === null;
+  const marks = (n) => [['held', options.held], ['now', options.meets_now], ['peak', options.meets_peak]]
+    .filter(([, count]) => count === n).map(([mark]) => mark).join(', ');
+  const cells = (outcome) => (outcome === null ? [] : [
+    el('td', { class: 'num', text: num(outcome.latency_ms, 0) }),
+    el('td', { class: 'num', text: num(outcome.juice, 3) }),
+    el('td', { class: 'num', text: num(outcome.utility, 2) }),
+  ]);
+  table.querySelector('tbody').replaceChildren(...options.options.map((o) => el('tr', { 'data-executors': String(o.executors) },
+    el('td', { class: 'num', text: String(o.executors) }),
+    ...cells(o.now),
+    ...cells(o.peak),
+    el('td', { class: 'num', text: num(o.core_hours_per_day, 0) }),
+    el('td', { text: marks(o.executors) }))));
+}
+
 // The measured input per minute, then the forecast's mean and its upper quantile as a band.
 function inputSeries(minutes, forecast) {
   const measured = { label: 'input', points: minutes.map((m) => ({ x: Date.parse(m.minute), y: m.arrived_rate })), color: '#00838f', width: 2 };
@@ -78,11 +105,12 @@ async function load() {
   const range = currentRange();
   const anchor = job.last_report_at ? Date.parse(job.last_report_at) : null;
   const params = apiRange(range, anchor);
-  const [history, actions, input, forecast] = await Promise.all([
+  const [history, actions, input, forecast, options] = await Promise.all([
     getJSON(`${base}/history`, params),
     getJSON(`${base}/actions`, params),
     getJSON(`${base}/input`, params),
     forecastOf(),
+    getJSON(`${base}/options`),
   ]);
   const points = history.points.map((p) => ({ ...p, t: Date.parse(p.window_end) }));
   const markers = actions
@@ -116,6 +144,7 @@ async function load() {
   showBounds(range, anchor);
   showJob(job);
   showForecast(forecast);
+  showOptions(options);
   showActions(actions);
 }
 
