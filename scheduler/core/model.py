@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -133,14 +133,29 @@ class InputForecast:
         """The highest mean from ``begin`` over the next ``seconds`` (as :meth:`highest_upper`)."""
         return self._highest(self.mean, begin, seconds)
 
+    def peak_upper(self, begin: datetime, seconds: float) -> tuple[float, datetime] | None:
+        """The highest upper quantile from ``begin`` over the next ``seconds`` and the start of
+        its step (the first such step; as :meth:`highest_upper`)."""
+        k = self._highest_step(self.upper, begin, seconds)
+        if k is None:
+            return None
+        return self.upper[k], self.start + timedelta(seconds=k * self.step_s)
+
     def _highest(self, values: tuple[float, ...], begin: datetime, seconds: float) -> float | None:
+        k = self._highest_step(values, begin, seconds)
+        return None if k is None else values[k]
+
+    def _highest_step(
+        self, values: tuple[float, ...], begin: datetime, seconds: float
+    ) -> int | None:
         first = self.index(begin)
         if first is None:
             return None
         last = min(len(values) - 1, first + math.ceil(seconds / self.step_s))
-        top = values[first]
+        top = first
         for k in range(first + 1, last + 1):
-            top = max(top, values[k])
+            if values[k] > values[top]:
+                top = k
         return top
 
 

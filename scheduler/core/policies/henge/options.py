@@ -14,7 +14,7 @@ Pure: the API, the CLI and the dashboard call :func:`job_options` with what the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from scheduler.core.bounds import upper_bound
 from scheduler.core.model import InputForecast, JobView
@@ -157,15 +157,8 @@ def _outcome(model: JobModel, job: JobView, executors: int, rate: float) -> Outc
 
 
 def _peak(forecast: InputForecast | None, now: datetime, trusted: bool) -> Peak | None:
-    if forecast is None:
-        return None
-    first = forecast.index(now)
-    if first is None:
-        return None
-    last = min(len(forecast.upper), first + int(PEAK_AHEAD_S // forecast.step_s) + 1)
-    k = max(range(first, last), key=lambda i: forecast.upper[i])
-    at = forecast.start + timedelta(seconds=k * forecast.step_s)
-    return Peak(forecast.upper[k], at, trusted)
+    found = forecast.peak_upper(now, PEAK_AHEAD_S) if forecast is not None else None
+    return Peak(found[0], found[1], trusted) if found is not None else None
 
 
 def _counts(low: int, high: int, named: list[int], rows: int) -> list[int]:
