@@ -378,6 +378,62 @@ class RoundOut(RoundRecord):
     actions: tuple[ActionRecord, ...] = ()
 
 
+class JobNeedOut(BaseModel):
+    job_id: str
+    name: str
+    tenant: str
+    priority: float
+    held: int = Field(description="Executors the job holds now.")
+    cores_per_executor: int
+    executors: list[int] = Field(description="Executors it needs at each point of the horizon.")
+    sized: bool = Field(
+        description="Its model sized it; otherwise (``note`` says why) it is counted at what it "
+        "holds."
+    )
+    note: str
+    forecast: bool = Field(
+        description="A trusted forecast gave its input ahead; otherwise its input now is held."
+    )
+
+
+class TierNeedOut(BaseModel):
+    priority: float
+    jobs: list[str]
+    cores: list[int] = Field(description="Cores the tier's jobs need at each point.")
+    peak_cores: int
+    short_cores: int = Field(
+        description="At the tier's worst point, the cores its jobs need that higher tiers and "
+        "the minimums leave no room for (0: it fits all along)."
+    )
+    short_at: datetime | None
+    missing: list[str] = Field(description="Its jobs that would miss their SLO at that point.")
+
+
+class CapacityOut(BaseModel):
+    """The cores every admitted job's SLO needs over the horizon, per priority tier, against
+    the cores planned with (the cluster's, or a what-if)."""
+
+    start: datetime
+    step_s: float = Field(description="Seconds between two points of the horizon.")
+    horizon_s: float
+    source: str = Field(description="Where the cluster's cores come from.")
+    cluster_cores: float = Field(description="The ready nodes' cores now.")
+    capacity_cores: float = Field(
+        description="The cores planned with: the cluster's, less ``without_nodes`` of its "
+        "largest nodes, or ``cores`` when given."
+    )
+    peak_cores: int = Field(description="The most cores the jobs need at one point.")
+    tightest_at: datetime = Field(description="The start of that point.")
+    fits: bool = Field(description="Every tier gets what it needs all along the horizon.")
+    first_dropped: float | None = Field(
+        description="The priority of the lowest tier that misses: the first to give way as "
+        "the cores shrink (null: none misses)."
+    )
+    total: list[int] = Field(description="Cores all the jobs need at each point.")
+    tiers: list[TierNeedOut] = Field(description="Highest priority first.")
+    jobs: list[JobNeedOut]
+
+
 class ClusterOut(BaseModel):
     source: str
     nodes: int

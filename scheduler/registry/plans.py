@@ -1,6 +1,8 @@
-"""What the registry holds that a job's options need, gathered for the pure core
-(:mod:`scheduler.core.policies.henge.options`): the job as the next round would see it, the
-model and error the last round kept of it, and its forecast with whether it is trusted."""
+"""What the registry holds that the plans need, gathered for the pure core: a job's options
+(:mod:`scheduler.core.policies.henge.options`) and the cluster's capacity plan
+(:mod:`scheduler.core.policies.henge.capacity_plan`). Each job is seen as the next round would
+see it, with the model and error the last round kept of it and its forecast, and whether that
+forecast is trusted."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from sqlalchemy.orm import Session
 
 from scheduler.config import Settings
 from scheduler.core.decide import SchedulerState
+from scheduler.core.model import ClusterView, JobStatus
+from scheduler.core.policies.henge.capacity_plan import CapacityPlan, capacity_plan, cores_without
+from scheduler.core.policies.henge.model import JobModel
 from scheduler.core.policies.henge.options import JobOptions, job_options
 from scheduler.core.policies.henge.product import HengeProductPolicy
 from scheduler.core.policies.henge.product_state import ProductState
@@ -34,13 +39,8 @@ def options_of(session: Session, job: Job, settings: Settings, now: datetime) ->
     )[0]
     policy = get_policy(settings.policy, settings.policy_params)
     if not isinstance(policy, HengeProductPolicy):
-        reason = f"options come from henge's job models; the scheduler runs {settings.policy!r}"
-        return JobOptions(job.id, False, reason, None, None, view.executors)
-    row = repo.load_state(session)
-    state = SchedulerState.from_json(row.state) if row is not None else None
-    kept = state.policy_state if state is not None else None
-    models = kept.models if isinstance(kept, ProductState) else {}
-    errors = kept.errors if isinstance(kept, ProductState) else {}
+        return JobOptions(job.id, False, not_henge(settings), None, None, view.executors)
+    models, errors = kept_models(session)
     return job_options(
         view,
         models.get(job.id),
@@ -48,4 +48,70 @@ def options_of(session: Session, job: Job, settings: Settings, now: datetime) ->
         policy.settings,
         now,
         forecast_trusted=stored is not None and stored.trusted,
+    )
+
+
+class NotPlanned(Exception):
+    """The plan cannot be made: the scheduler does not run ``henge``, or the what-if asks for
+    more nodes than there are."""
+
+
+def not_henge(settings: Settings) -> str:
+    return f"plans come from henge's job models; the scheduler runs {settings.policy!r}"
+
+
+def kept_models(session: Session) -> tuple[dict[str, JobModel], dict[str, float]]:
+    """The job models and their recent errors as the last round kept them."""
+    row = repo.load_state(session)
+    state = SchedulerState.from_json(row.state) if row is not None else None
+    kept = state.policy_state if state is not None else None
+    if not isinstance(kept, ProductState):
+        return {}, {}
+    return dict(kept.models), dict(kept.errors)
+
+
+def what_if_cores(
+    cluster: ClusterView, without_nodes: int = 0, cores: float | None = None
+) -> float:
+    """The cores to plan with: ``cores`` when given, otherwise the ready nodes' without the
+    ``without_nodes`` largest of them."""
+    if cores is not None:
+        return cores
+    try:
+        return cores_without(cluster, without_nodes)
+    except ValueError as e:
+        raise NotPlanned(str(e)) from e
+
+
+def capacity_of(
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    capacity_cores: float,
+    horizon_s: float,
+) -> CapacityPlan:
+    """The capacity plan of the admitted jobs at ``now`` against ``capacity_cores``."""
+    policy = get_policy(settings.policy, settings.policy_params)
+    if not isinstance(policy, HengeProductPolicy):
+        raise NotPlanned(not_henge(settings))
+    records = [job_record(j) for j in repo.active_jobs(session) if j.status == "admitted"]
+    stored = {r.job_id: forecasts.stored_forecast(session, r.job_id) for r in records}
+    views = job_views(
+        SqlRoundTx(session),
+        records,
+        now,
+        settings.window_s,
+        settings.sub_window_s,
+        {i: s.forecast for i, s in stored.items() if s is not None},
+    )
+    models, errors = kept_models(session)
+    return capacity_plan(
+        [v for v in views if v.status is JobStatus.ADMITTED],
+        models,
+        errors,
+        {i: s is not None and s.trusted for i, s in stored.items()},
+        policy.settings,
+        now,
+        capacity_cores,
+        horizon_s,
     )

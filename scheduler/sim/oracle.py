@@ -47,6 +47,7 @@ def solve(
     max_dp_cells: int = DEFAULT_MAX_DP_CELLS,
     times: Sequence[datetime] = (),
     expected: bool = False,
+    capacity_cores: float | None = None,
 ) -> OracleSolution:
     """The oracle's allocation at ``now`` (see the module docstring).
 
@@ -57,9 +58,11 @@ def solve(
     ``times`` (default: ``now`` alone) values each count at the job's lowest true utility over
     those moments: the allocation that holds up over a stretch of input, not one instant's.
     ``expected`` values it at its mean true utility over them instead: the allocation worth
-    most on average over that input.
+    most on average over that input. ``capacity_cores`` (default: the world's ready cores at
+    ``now``) asks what the oracle would do with other cores.
     """
-    capacity = max(0, math.floor(world.capacity_cores(now) + 1e-9))
+    cores = world.capacity_cores(now) if capacity_cores is None else capacity_cores
+    capacity = max(0, math.floor(cores + 1e-9))
     if not specs_present:
         return OracleSolution(0.0, {}, "empty", capacity)
     minimum_cores = sum(s.min_executors * s.cores_per_executor for s in specs_present)

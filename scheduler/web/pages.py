@@ -220,6 +220,11 @@ def rounds_log(request: Request, session: Session = Depends(get_session)) -> Res
     return _admin_page(request, session, "rounds.html", "rounds")
 
 
+@router.get("/capacity")
+def capacity(request: Request, session: Session = Depends(get_session)) -> Response:
+    return _admin_page(request, session, "capacity.html", "capacity")
+
+
 @router.get("/jobs")
 def jobs_table(request: Request, session: Session = Depends(get_session)) -> Response:
     who = _who(request, session)

@@ -251,12 +251,17 @@ def _fresh_windows_and_a_model(dashboard: Dashboard, job: SeededJob) -> None:
         engine.dispose()
 
 
-def test_a_job_page_shows_its_options_or_why_it_has_none(page: Any, dashboard: Dashboard) -> None:
-    # A job with a throughput SLO, which one executor meets at the model's row cost.
+def _throughput_job(dashboard: Dashboard) -> SeededJob:
+    """A job with a throughput SLO, which one executor meets at the row cost of the model
+    :func:`_fresh_windows_and_a_model` keeps."""
     throughput = {
         j["id"] for j in api_get(dashboard, "/v1/jobs") if j["slo"].get("latency_ms") is None
     }
-    trusted_job = next(j for j in reversed(dashboard.seeded.jobs) if j.id in throughput)
+    return next(j for j in reversed(dashboard.seeded.jobs) if j.id in throughput)
+
+
+def test_a_job_page_shows_its_options_or_why_it_has_none(page: Any, dashboard: Dashboard) -> None:
+    trusted_job = _throughput_job(dashboard)
     other = next(j for j in dashboard.seeded.jobs if j.id != trusted_job.id)
     _fresh_windows_and_a_model(dashboard, trusted_job)
     sign_in(page, dashboard.admin_token, f"/ui/login?next=/ui/jobs/{trusted_job.id}")
@@ -281,4 +286,46 @@ def test_a_job_page_shows_its_options_or_why_it_has_none(page: Any, dashboard: D
     reason = api_get(dashboard, f"/v1/jobs/{other.id}/options")["reason"]
     assert page.text_content("#job-options-model") == f"no options: {reason}"
     assert not page.is_visible("#job-options")
+    assert page.console_errors == []
+
+
+def test_the_capacity_page_draws_each_tier_and_answers_a_what_if(
+    page: Any, dashboard: Dashboard
+) -> None:
+    sized = _throughput_job(dashboard)
+    _fresh_windows_and_a_model(dashboard, sized)
+    sign_in(page, dashboard.admin_token, "/ui/login?next=/ui/capacity")
+    wait_ready(page)
+    plan = api_get(dashboard, "/v1/capacity")
+    tiers = plan["tiers"]
+    assert len(tiers) >= 2, plan
+    # The seeded jobs hold more than the static cluster's 32 cores: the lowest tiers miss.
+    assert not plan["fits"] and plan["capacity_cores"] == 32.0
+    dropped = plan["first_dropped"]
+    assert page.text_content("#verdict") == f"priority {dropped:.0f} gives way first"
+    assert page.text_content("#peak-cores") == f"{plan['peak_cores']} cores"
+    assert _column(page, "capacity-tiers", 0) == [f"{t['priority']:.0f}" for t in tiers]
+    assert _column(page, "capacity-tiers", 2) == [str(t["peak_cores"]) for t in tiers]
+    short = [str(t["short_cores"]) if t["short_cores"] else "fits" for t in tiers]
+    assert _column(page, "capacity-tiers", 3) == short
+    drawn = page.evaluate(CHART, "capacity-chart")
+    assert drawn["points"] == len(plan["total"]) and drawn["rendered"] == len(plan["total"])
+    labels = [d["label"] for d in drawn["data"]]
+    assert labels[-1] == "cores planned with" and len(labels) == len(tiers) + 1
+    top = drawn["data"][len(tiers) - 1]["points"]  # every tier added up: the total
+    assert [p["y"] for p in top] == plan["total"]
+    # The jobs without a trusted model are counted at what they hold, and listed with why.
+    notes = [j for j in plan["jobs"] if j["note"]]
+    assert len(_column(page, "capacity-notes", 0)) == len(notes) > 0
+    assert sized.id not in {j["job_id"] for j in notes}
+    screenshot(page, "capacity")
+
+    # What if the cluster had the cores the jobs need at the most: every tier fits.
+    page.fill("#cores", str(plan["peak_cores"]))
+    page.dispatch_event("#cores", "change")
+    page.wait_for_function(
+        "() => document.getElementById('verdict').textContent === 'every tier fits'"
+    )
+    assert _column(page, "capacity-tiers", 3) == ["fits"] * len(tiers)
+    assert page.text_content("#capacity-cores") == f"{plan['peak_cores']} cores"
     assert page.console_errors == []

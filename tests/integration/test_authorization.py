@@ -243,6 +243,7 @@ PAGES = {
     ("POST", "/ui/logout"): (ANYONE, 303),
     ("GET", "/ui/"): (ADMIN_PAGE, 200),
     ("GET", "/ui/rounds"): (ADMIN_PAGE, 200),
+    ("GET", "/ui/capacity"): (ADMIN_PAGE, 200),
     ("GET", "/ui/jobs"): (SIGNED_IN, 200),
     ("GET", "/ui/jobs/{job_id}"): (SIGNED_IN, 200),
 }

@@ -132,23 +132,32 @@ def henge_server(pg_server: str) -> Iterator[tuple[ServerHandle, str]]:
         drop_database(pg_server, url)
 
 
-def test_the_cli_prints_the_options_as_a_table_and_as_json(
-    henge_server: tuple[ServerHandle, str],
-) -> None:
-    server, database_url = henge_server
+def reporting_job(
+    server: ServerHandle, body: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A tenant and its job registered with ``body`` on ``server``, with five windows of 2,000
+    rows/s ending now on the server's clock."""
     admin = {"Authorization": f"Bearer {server.admin_token}"}
     with httpx.Client(base_url=server.url, timeout=10) as http:
         tenant = http.post("/v1/tenants", json={"name": "ads"}, headers=admin).json()
-        slo = {"latency_ms": 2000, "latency_stat": "mean", "utility": {"shape": "knee"}}
-        job = http.post("/v1/jobs", json=job_body(slo=slo), headers=bearer(tenant["token"])).json()
+        job = http.post("/v1/jobs", json=body, headers=bearer(tenant["token"])).json()
         now = datetime.now(UTC)
-        for k in range(5, 0, -1):  # five windows ending now, on the server's clock
+        for k in range(5, 0, -1):
             answer = http.post(
                 f"/v1/jobs/{job['id']}/reports",
                 json=report_body(now - timedelta(seconds=10 * k)),
                 headers=bearer(job["agent_token"]),
             )
             assert answer.status_code == 200, answer.text
+    return tenant, job
+
+
+def test_the_cli_prints_the_options_as_a_table_and_as_json(
+    henge_server: tuple[ServerHandle, str],
+) -> None:
+    server, database_url = henge_server
+    slo = {"latency_ms": 2000, "latency_stat": "mean", "utility": {"shape": "knee"}}
+    tenant, job = reporting_job(server, job_body(slo=slo))
     engine = make_engine(database_url, pool_size=1)
     try:
         with Session(engine) as session:

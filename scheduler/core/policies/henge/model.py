@@ -34,7 +34,7 @@ from scheduler.core.slo import LatencyStat, meets_slo, utility
 _GAP = 0.1
 """Batches are paced by a trigger when the interval exceeds the duration by this fraction."""
 
-_KEEPING_UP = 0.99
+KEEPING_UP = 0.99
 """A window whose juice is below this is behind (its batches drain a backlog)."""
 
 _GAPS_SEEN = 3
@@ -98,7 +98,7 @@ def parallel_cores(job: JobView, executors: int) -> float:
 
 
 def _behind(m: JobMetrics) -> bool:
-    return bool(m.behind_fraction) or (m.juice is not None and m.juice < _KEEPING_UP)
+    return bool(m.behind_fraction) or (m.juice is not None and m.juice < KEEPING_UP)
 
 
 def _gaps_show_trigger(m: JobMetrics) -> bool:

@@ -94,7 +94,7 @@ def job_options(
     ``forecast_trusted`` says whether its forecast has beaten the seasonal-naive one."""
     rate = job.metrics.input_rate if job.metrics is not None else None
     peak = _peak(job.forecast, now, forecast_trusted)
-    untrusted = _distrust(job, model, error, settings)
+    untrusted = distrust(job, model, error, settings)
     if untrusted is not None or model is None or rate is None:
         reason = untrusted or "no model"
         return JobOptions(job.job_id, False, reason, rate, peak, job.executors)
@@ -126,7 +126,7 @@ def job_options(
     )
 
 
-def _distrust(
+def distrust(
     job: JobView, model: JobModel | None, error: float | None, settings: ProductSettings
 ) -> str | None:
     """Why the policy would not size ``job`` with ``model``, or ``None`` when it would."""
