@@ -17,7 +17,7 @@ point, or the smallest that earns the most true utility it can when none meets i
 most over the points), the same for the plan given the true input ahead in
 place of the forecasts (what the models alone get wrong), and, with the largest node gone, the
 tier it names to give way first against the lowest tier in which the oracle, with those cores at
-the truth's tightest point, lets a job miss its SLO.
+the truth's tightest point, lets a job miss an SLO that some count would meet.
 """
 
 from __future__ import annotations
@@ -269,11 +269,13 @@ def _check_capacity(
         return
     moment = plan.at(truth.index(peak))
     solution = solve(sim.world, specs, moment, capacity_cores=short)
-    missing = [
+    world = sim.world
+    missing = [  # (of the jobs whose SLO some count meets: the others miss it whatever the cores)
         s.priority
         for s in specs
-        if not meets_slo(sim.world.true_utility(s.name, solution.executors[s.name], moment),
-                         s.priority)
+        if meets_slo(world.true_utility(s.name, s.max_executors, moment), s.priority)
+        and not meets_slo(world.true_utility(s.name, solution.executors[s.name], moment),
+                          s.priority)
     ]  # fmt: skip
     if missing:
         found.dropped += 1
