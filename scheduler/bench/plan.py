@@ -23,7 +23,6 @@ the truth's tightest point, lets a job miss an SLO that some count would meet.
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -230,8 +229,22 @@ def _track_trust(
             seconds = (now - found.admitted_at[view.job_id]).total_seconds()
             found.trusted_after[view.job_id] = seconds
         else:
-            key = re.split(r"[:;,\d]", reason)[0].strip()
+            key = _why_untrusted(reason)
             found.held_by[key] = found.held_by.get(key, 0) + 1
+
+
+_UNTRUSTED = {
+    "no model yet": "no model yet",
+    "the model has learned from": "too few windows",
+    "the model's recent error": "recent error above model_max_error",
+    "no batch timings yet": "no batch timings yet",
+    "no input measured": "no input measured",
+}
+
+
+def _why_untrusted(reason: str) -> str:
+    """The short name of a reason :func:`distrust` gives."""
+    return next((name for start, name in _UNTRUSTED.items() if reason.startswith(start)), reason)
 
 
 def _check_capacity(
