@@ -145,6 +145,7 @@ def run_dashboard_bench(
             "jobs": "/ui/jobs",
             "job": f"/ui/jobs/{job}?range=all",
             "rounds": "/ui/rounds?range=all",
+            "capacity": "/ui/capacity",
         }
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
