@@ -21,9 +21,12 @@ REGISTRY_UNAVAILABLE: tuple[type[Exception], ...] = (OperationalError, Interface
 """What the database driver and pool raise while the registry cannot be reached (503)."""
 
 
-def field_error(code: int, loc: Sequence[str | int], message: str) -> HTTPException:
-    """An error naming the field, shaped like FastAPI's validation errors."""
-    return HTTPException(code, [{"loc": ["body", *loc], "msg": message, "type": "value_error"}])
+def field_error(
+    code: int, loc: Sequence[str | int], message: str, where: str = "body"
+) -> HTTPException:
+    """An error naming the field (of the body, or ``where`` says: ``"query"``), shaped like
+    FastAPI's validation errors."""
+    return HTTPException(code, [{"loc": [where, *loc], "msg": message, "type": "value_error"}])
 
 
 def from_slo_error(error: SLOError, prefix: tuple[str, ...] = ()) -> HTTPException:

@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from scheduler.api import auth
 from scheduler.api.deps import get_session
+from scheduler.api.errors import field_error
 from scheduler.api.schemas import CapacityOut, ClusterOut, JobNeedOut, RoundOut, TierNeedOut
 from scheduler.api.timeparams import ROUNDS, TimeRange
 from scheduler.cluster.port import ClusterSource, Holding
@@ -71,7 +72,7 @@ def capacity(
     scheduler's job models and input forecasts, against the cluster's cores or a what-if; the
     tiers and jobs that would miss, and by how many cores."""
     if without_nodes and cores is not None:
-        raise HTTPException(422, "give without_nodes or cores, not both")
+        raise field_error(422, ["cores"], "give without_nodes or cores, not both", "query")
     view = _cluster_view(request, session)
     settings = request.app.state.settings
     try:
