@@ -547,7 +547,8 @@ def rounds(
 @app.command()
 def capacity(
     horizon: Annotated[
-        float, typer.Option(help="Seconds ahead to plan for (as far as forecasts reach).")
+        float,
+        typer.Option(help="Seconds ahead to plan for (beyond a job's forecast, its input now)."),
     ] = 3600.0,
     without_nodes: Annotated[
         int, typer.Option(help="What if this many of the largest ready nodes were gone.")

@@ -58,7 +58,12 @@ def cluster(
 @router.get("/capacity", response_model=CapacityOut)
 def capacity(
     request: Request,
-    horizon: float = Query(3600.0, gt=0, le=7 * 86400, description="Seconds ahead to plan for."),
+    horizon: float = Query(
+        3600.0,
+        gt=0,
+        le=7 * 86400,
+        description="Seconds ahead to plan for (beyond a job's forecast, its input now is held).",
+    ),
     without_nodes: int = Query(
         0, ge=0, description="What if this many of the largest ready nodes were gone."
     ),
