@@ -116,6 +116,17 @@ def test_the_lower_tier_gives_way_first_and_is_named_with_its_shortfall() -> Non
     assert squeezed.first_dropped is squeezed.tiers[2]
 
 
+def test_when_even_the_minimums_do_not_fit_the_lower_tiers_lose_theirs_first() -> None:
+    gold = latency_job("gold", 90.0, min_executors=4)
+    bronze = latency_job("bronze", 10.0, min_executors=4, rate=100.0)
+    found = plan([gold, bronze], cores=float(need(gold, 1000.0)))
+    gold_tier, bronze_tier = found.tiers
+    assert gold_tier.fits
+    # Bronze's minimum finds no room: it lacks all it needs (its minimum, at that input).
+    assert bronze_tier.missing == ("bronze",) and bronze_tier.short_cores == 4
+    assert found.first_dropped is bronze_tier
+
+
 def test_tier_sums_and_the_total_add_up_at_every_point() -> None:
     views = [
         replace(latency_job("a", 90.0), forecast=rising(800.0, 1800.0, from_minute=10)),

@@ -12,11 +12,11 @@ with its input or, when more, the least that earns the most utility the model se
 (a model learnt while the job ran far from its SLO can put its per-batch time above the
 objective, and where the objective truly cannot be met, more than that earns nothing).
 
-What fits is found as the scheduler would share the cores out: every job keeps its minimum, and
-what each needs beyond it goes to the jobs of higher priority first (within a tier, the smaller
-needs first). A tier whose jobs do not all get what they need misses, short by the cores they
-lack. Lower tiers give way first as the cores shrink, so the lowest tier that misses is the one
-dropped first.
+What fits is found as the scheduler would share the cores out: every job keeps its minimum (as
+far as there is room, higher priorities first), and what each needs beyond it goes to the jobs
+of higher priority first (within a tier, the smaller needs first). A tier whose jobs do not all
+get what they need misses, short by the cores they lack. Lower tiers give way first as the
+cores shrink, so the lowest tier that misses is the one dropped first.
 
 Pure: the API, the CLI and the dashboard call :func:`capacity_plan` with what the registry and
 the cluster view hold; ``capacity_cores`` is what-if material (fewer nodes, other cores).
@@ -292,15 +292,31 @@ def _tiers(
 def _share(
     needs: Sequence[JobNeed], capacity: float, k: int
 ) -> list[tuple[float, int, tuple[str, ...]]]:
-    """At point ``k``: each tier that misses, the cores it lacks and its jobs that miss."""
-    left = capacity - sum(n.min_executors * n.cores_per_executor for n in needs)
+    """At point ``k``: each tier that misses, the cores it lacks and its jobs that miss.
+
+    Minimums come first, higher priorities first: a job whose minimum finds no room lacks all
+    it needs. Then what each job needs beyond its minimum, in the same order."""
+    order = sorted(needs, key=lambda n: (-n.priority, n.extra_cores(k), n.job_id))
+    left = capacity
+    placed = []
     lacking: dict[float, int] = {}
     missing: dict[float, list[str]] = {}
-    for need in sorted(needs, key=lambda n: (-n.priority, n.extra_cores(k), n.job_id)):
+
+    def miss(need: JobNeed, cores: int) -> None:
+        lacking[need.priority] = lacking.get(need.priority, 0) + cores
+        missing.setdefault(need.priority, []).append(need.job_id)
+
+    for need in order:
+        minimum = need.min_executors * need.cores_per_executor
+        if minimum <= left + 1e-9:
+            left -= minimum
+            placed.append(need)
+        else:
+            miss(need, need.cores(k))
+    for need in placed:
         extra = need.extra_cores(k)
         if extra <= left + 1e-9:
             left -= extra
-            continue
-        lacking[need.priority] = lacking.get(need.priority, 0) + extra
-        missing.setdefault(need.priority, []).append(need.job_id)
+        else:
+            miss(need, extra)
     return [(p, lacking[p], tuple(missing[p])) for p in lacking]
