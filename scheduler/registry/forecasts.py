@@ -88,11 +88,7 @@ def store_forecast(
 
 def latest_forecasts(session: Session, job_ids: Iterable[str]) -> dict[str, InputForecast]:
     """The stored forecast of each of ``job_ids`` that has one."""
-    ids = list(job_ids)
-    if not ids:
-        return {}
-    rows = session.scalars(select(InputForecastRow).where(InputForecastRow.job_id.in_(ids)))
-    return {row.job_id: _forecast(row) for row in rows}
+    return {row.job_id: _forecast(row) for row in _rows(session, job_ids)}
 
 
 def _forecast(row: InputForecastRow) -> InputForecast:
@@ -134,8 +130,25 @@ class StoredForecast:
 def stored_forecast(session: Session, job_id: str) -> StoredForecast | None:
     """The job's forecast with its error on the minutes measured since it starts."""
     row = session.get(InputForecastRow, job_id)
-    if row is None:
-        return None
+    return _stored(session, row) if row is not None else None
+
+
+def stored_forecasts(session: Session, job_ids: Iterable[str]) -> dict[str, StoredForecast]:
+    """:func:`stored_forecast` of each of ``job_ids`` that has a forecast (one query for the
+    forecasts, one per forecast for its minutes)."""
+    return {row.job_id: _stored(session, row) for row in _rows(session, job_ids)}
+
+
+def _rows(session: Session, job_ids: Iterable[str]) -> Sequence[InputForecastRow]:
+    ids = list(job_ids)
+    if not ids:
+        return []
+    query = select(InputForecastRow).where(InputForecastRow.job_id.in_(ids))
+    return list(session.scalars(query))
+
+
+def _stored(session: Session, row: InputForecastRow) -> StoredForecast:
+    job_id = row.job_id
     forecast = _forecast(row)
     misses, naives = [], []
     for minute in input_minutes(session, job_id, forecast.start, None):

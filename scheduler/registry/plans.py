@@ -95,21 +95,21 @@ def capacity_of(
     if not isinstance(policy, HengeProductPolicy):
         raise NotPlanned(not_henge(settings))
     records = [job_record(j) for j in repo.active_jobs(session) if j.status == "admitted"]
-    stored = {r.job_id: forecasts.stored_forecast(session, r.job_id) for r in records}
+    stored = forecasts.stored_forecasts(session, [r.job_id for r in records])
     views = job_views(
         SqlRoundTx(session),
         records,
         now,
         settings.window_s,
         settings.sub_window_s,
-        {i: s.forecast for i, s in stored.items() if s is not None},
+        {i: s.forecast for i, s in stored.items()},
     )
     models, errors = kept_models(session)
     return capacity_plan(
         [v for v in views if v.status is JobStatus.ADMITTED],
         models,
         errors,
-        {i: s is not None and s.trusted for i, s in stored.items()},
+        {i: s.trusted for i, s in stored.items()},
         policy.settings,
         now,
         capacity_cores,

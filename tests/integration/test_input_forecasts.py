@@ -131,5 +131,10 @@ def test_a_tenant_reads_its_jobs_forecast_and_how_it_has_done_since(
     assert stored is not None and stored.miss is not None and stored.naive is not None
     assert body["recent_error"] == pytest.approx(stored.miss / stored.naive)
     assert body["trusted"] is stored.trusted
+    # Read with others at once (as the capacity plan does), it is the same; a job without a
+    # forecast has none.
+    other_job = new_job(api, tenant["token"], name="other-job")
+    both = forecasts.stored_forecasts(db_session, [job["id"], other_job["id"]])
+    assert both == {job["id"]: stored}
     other = new_tenant(api, "other")
     assert api.get(path, headers=bearer(other["token"])).status_code == 404

@@ -267,7 +267,12 @@ def _tiers(
     priorities = sorted({n.priority for n in needs}, reverse=True)
     short: dict[float, int] = dict.fromkeys(priorities, 0)
     worst: dict[float, tuple[int, tuple[str, ...]]] = {}
+    previous: tuple[int, ...] | None = None
     for k in range(len(moments)):
+        counts = tuple(n.executors[k] for n in needs)
+        if counts == previous:  # (the same needs share out the same way)
+            continue
+        previous = counts
         for priority, lacking, missing in _share(needs, capacity, k):
             if lacking > short[priority]:
                 short[priority] = lacking
