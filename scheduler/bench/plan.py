@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler.core.decide import SchedulerState
-from scheduler.core.model import InputForecast, JobStatus, JobView
+from scheduler.core.model import InputForecast, JobStatus
 from scheduler.core.policies.henge.capacity_plan import CapacityPlan, capacity_plan, cores_without
 from scheduler.core.policies.henge.model import predicted_utility, smallest
 from scheduler.core.policies.henge.options import distrust, job_options
@@ -265,7 +265,8 @@ def _check_capacity(
     plan = capacity_plan(
         jobs, kept.models, kept.errors, trusted, policy.settings, now, capacity, HORIZON_S
     )
-    specs = [_spec(sim, j) for j in jobs]
+    by_name = {s.name: s for s in sim.world.specs()}
+    specs = [by_name[sim.agents.names[j.job_id]] for j in jobs]
     truth = _true_cores(sim.world, specs, plan)
     peak = max(truth)
     if peak > 0:
@@ -303,11 +304,6 @@ def _true_input(world: World, spec: SimJobSpec, now: datetime) -> InputForecast:
         world.true_rate(spec.name, now + timedelta(seconds=k * TRUTH_STEP_S)) for k in range(steps)
     )
     return InputForecast(now, rates, rates, rates, error=0.0, step_s=TRUTH_STEP_S)
-
-
-def _spec(sim: Simulation, view: JobView) -> SimJobSpec:
-    name = sim.agents.names[view.job_id]
-    return next(s for s in sim.world.specs() if s.name == name)
 
 
 def _true_cores(world: World, specs: Sequence[SimJobSpec], plan: CapacityPlan) -> list[int]:

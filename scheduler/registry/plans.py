@@ -6,13 +6,14 @@ forecast is trusted."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy.orm import Session
 
 from scheduler.config import Settings
 from scheduler.core.decide import SchedulerState
-from scheduler.core.model import ClusterView, JobStatus
+from scheduler.core.model import ClusterView
 from scheduler.core.policies.henge.capacity_plan import CapacityPlan, capacity_plan, cores_without
 from scheduler.core.policies.henge.model import JobModel
 from scheduler.core.policies.henge.options import JobOptions, job_options
@@ -37,8 +38,8 @@ def options_of(session: Session, job: Job, settings: Settings, now: datetime) ->
         settings.sub_window_s,
         {job.id: stored.forecast} if stored is not None else None,
     )[0]
-    policy = get_policy(settings.policy, settings.policy_params)
-    if not isinstance(policy, HengeProductPolicy):
+    policy = _henge(settings)
+    if policy is None:
         return JobOptions(job.id, False, not_henge(settings), None, None, view.executors)
     models, errors = kept_models(session)
     return job_options(
@@ -54,6 +55,12 @@ def options_of(session: Session, job: Job, settings: Settings, now: datetime) ->
 class NotPlanned(Exception):
     """The plan cannot be made: the scheduler does not run ``henge``, or the what-if asks for
     more nodes than there are."""
+
+
+def _henge(settings: Settings) -> HengeProductPolicy | None:
+    """The service's policy when it is ``henge`` (whose job models the plans read)."""
+    policy = get_policy(settings.policy, settings.policy_params)
+    return policy if isinstance(policy, HengeProductPolicy) else None
 
 
 def not_henge(settings: Settings) -> str:
@@ -85,16 +92,18 @@ def what_if_cores(
 
 def capacity_of(
     session: Session,
+    jobs: Sequence[Job],
     settings: Settings,
     now: datetime,
     capacity_cores: float,
     horizon_s: float,
 ) -> CapacityPlan:
-    """The capacity plan of the admitted jobs at ``now`` against ``capacity_cores``."""
-    policy = get_policy(settings.policy, settings.policy_params)
-    if not isinstance(policy, HengeProductPolicy):
+    """The capacity plan of the admitted ones of ``jobs`` at ``now`` against
+    ``capacity_cores``."""
+    policy = _henge(settings)
+    if policy is None:
         raise NotPlanned(not_henge(settings))
-    records = [job_record(j) for j in repo.active_jobs(session) if j.status == "admitted"]
+    records = [job_record(j) for j in jobs if j.status == "admitted"]
     stored = forecasts.stored_forecasts(session, [r.job_id for r in records])
     views = job_views(
         SqlRoundTx(session),
@@ -106,7 +115,7 @@ def capacity_of(
     )
     models, errors = kept_models(session)
     return capacity_plan(
-        [v for v in views if v.status is JobStatus.ADMITTED],
+        views,
         models,
         errors,
         {i: s.trusted for i, s in stored.items()},

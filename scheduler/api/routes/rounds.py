@@ -3,6 +3,8 @@ the cores the jobs need ahead (admin)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from sqlalchemy.orm import Session
 
@@ -16,6 +18,7 @@ from scheduler.core.model import ClusterView
 from scheduler.core.policies.henge.capacity_plan import CapacityPlan
 from scheduler.registry import plans
 from scheduler.registry import repository as repo
+from scheduler.registry.tables import Job
 
 router = APIRouter(prefix="/v1", tags=["scheduler"])
 
@@ -38,7 +41,7 @@ def cluster(
     session: Session = Depends(get_session),
     _: auth.Principal = Depends(auth.require_admin),
 ) -> ClusterOut:
-    view = _cluster_view(request, session)
+    view = _cluster_view(request, repo.active_jobs(session))
     last = repo.latest_round(session)
     return ClusterOut(
         source=request.app.state.cluster_source.name,
@@ -78,18 +81,19 @@ def capacity(
     tiers and jobs that would miss, and by how many cores."""
     if without_nodes and cores is not None:
         raise field_error(422, ["cores"], "give without_nodes or cores, not both", "query")
-    view = _cluster_view(request, session)
+    jobs = repo.active_jobs(session)
+    view = _cluster_view(request, jobs)
     settings = request.app.state.settings
     try:
         planned = plans.what_if_cores(view, without_nodes, cores)
-        found = plans.capacity_of(session, settings, request.app.state.clock(), planned, horizon)
+        now = request.app.state.clock()
+        found = plans.capacity_of(session, jobs, settings, now, planned, horizon)
     except plans.NotPlanned as e:
         raise HTTPException(409, str(e)) from e
     return _capacity_out(found, horizon, request.app.state.cluster_source.name, view)
 
 
-def _cluster_view(request: Request, session: Session) -> ClusterView:
-    jobs = repo.active_jobs(session)
+def _cluster_view(request: Request, jobs: Sequence[Job]) -> ClusterView:
     source: ClusterSource = request.app.state.cluster_source
     return source.view(
         [Holding(j.id, j.target_executors, j.executor_cores, j.executor_memory_mb) for j in jobs]
