@@ -440,6 +440,38 @@ def job_options(
     _table(f"options of {job_id}", columns, rows)
 
 
+@job_app.command("diagnosis")
+def job_diagnosis(
+    job_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Why a job runs as it does, from its agent's task figures: a slow executor (and its
+    node), a skewed stage (how uneven, and whether more executors can help), or neither; what
+    the scheduler does about it; and the latest window's executors and stages."""
+    data = _client(url, token).get(f"/v1/jobs/{job_id}/diagnosis")
+    if as_json:
+        _print_json(data)
+        return
+    finding = data["finding"]
+    out.print(f"finding: {finding or 'none'}" + (f" ({data['reason']})" if data["reason"] else ""))
+    out.print(f"{'acted on' if data['acted_on'] else 'not acted on'}: {data['note']}")
+    if data["executors"]:
+        rows = [
+            [e["id"], e["host"] or "-", e["tasks"], e["mean_task_ms"], e["slowness"]]
+            for e in data["executors"]
+        ]
+        columns = ["executor", "node", "tasks", "mean task ms", "x lower quartile"]
+        _table(f"executors of {job_id} (latest window)", columns, rows)
+    if data["stages"]:
+        rows = [
+            [s["name"], s["tasks"], s["median_task_ms"], s["max_task_ms"],
+             s["largest_partition_share"], s["unevenness"], "yes" if s["bounds_stage"] else "no"]
+            for s in data["stages"]
+        ]  # fmt: skip
+        columns = ["stage", "tasks", "median ms", "longest ms", "largest share", "uneven x",
+                   "longest task bounds it"]  # fmt: skip
+        _table(f"stages of {job_id} (latest window)", columns, rows)
+
+
 def _peak_text(peak: dict[str, Any] | None) -> str:
     if peak is None:
         return "no forecast ahead"

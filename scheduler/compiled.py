@@ -30,6 +30,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "scheduler.core.allocation",
     "scheduler.core.safety",
     "scheduler.core.freshness",
+    "scheduler.core.diagnosis",
     "scheduler.core.admission",
     "scheduler.core.decide",
     "scheduler.core.policies.timers",
@@ -39,6 +40,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "scheduler.core.policies.henge.sizing",
     "scheduler.core.policies.henge.rises",
     "scheduler.core.policies.henge.product_state",
+    "scheduler.core.policies.henge.remedies",
     "scheduler.core.policies.henge.product",
     # (it subclasses the product policy, and an interpreted class cannot subclass a compiled one)
     "scheduler.core.policies.utilitarian",

@@ -4,12 +4,12 @@ wired to it, and streaming progress as Spark serializes it."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from henge_agent.agent import Agent
 from henge_agent.progress import ProgressBook
-from henge_agent.spark_control import ExecutorState
+from henge_agent.spark_control import ExecutorState, StageRun
 from henge_agent.transport import ReportClient
 
 
@@ -23,9 +23,21 @@ class FakeSpark:
     confs: dict[str, str] = field(default_factory=lambda: {"spark.executor.cores": "1"})
     widest: int | None = 4
     broken: bool = False
+    stages: list[StageRun] = field(default_factory=list)
+    """Finished stages, oldest first."""
 
-    def add(self, executor_id: str, task_ms: float = 0, tasks: int = 0, added: float = 0) -> None:
-        self.pool[executor_id] = ExecutorState(executor_id, True, 1, task_ms, tasks, added)
+    def add(
+        self,
+        executor_id: str,
+        task_ms: float = 0,
+        tasks: int = 0,
+        added: float = 0,
+        done: int = 0,
+        host: str | None = None,
+    ) -> None:
+        self.pool[executor_id] = ExecutorState(
+            executor_id, True, 1, task_ms, tasks, added, completed_tasks=done, host=host
+        )
 
     def executors(self) -> list[ExecutorState]:
         if self.broken:
@@ -47,13 +59,15 @@ class FakeSpark:
         self.killed.append(list(executor_ids))
         for executor_id in executor_ids:
             state = self.pool[executor_id]
-            self.pool[executor_id] = ExecutorState(
-                state.id, False, state.cores, state.task_time_ms, 0, state.add_time_ms
-            )
+            self.pool[executor_id] = replace(state, active=False, active_tasks=0)
         return True
 
     def widest_stage(self) -> int | None:
         return self.widest
+
+    def finished_stages(self, after_id: int, limit: int) -> list[StageRun]:
+        newer = [s for s in reversed(self.stages) if s.stage_id > after_id]
+        return newer[:limit]
 
     def conf(self, key: str, default: str | None = None) -> str | None:
         return self.confs.get(key, default)

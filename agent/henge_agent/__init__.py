@@ -160,6 +160,7 @@ def _wire(spark: Any, sc: Any, settings: AgentSettings) -> Agent:
         initial_executors=settings.initial_executors,
         max_backoff_s=settings.max_backoff_s,
         resize=settings.resize,
+        task_figures=settings.task_figures,
     )
     listener = make_listener(book, agent.stats)
     spark.streams.addListener(listener)

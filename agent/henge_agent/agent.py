@@ -13,7 +13,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -22,7 +22,7 @@ from typing import Any
 from henge_agent.estimator import latency_ms
 from henge_agent.progress import Drained, ProgressBook
 from henge_agent.settings import DEFAULT_MAX_BACKOFF_S, DEFAULT_SUB_WINDOW_S
-from henge_agent.spark_control import SparkControl
+from henge_agent.spark_control import ExecutorState, SparkControl, StageRun
 from henge_agent.transport import MAX_BATCH, Answer, BatchAnswer, ReportClient, ReportError
 
 log = logging.getLogger("henge.agent")
@@ -34,6 +34,9 @@ KEEP_PENDING_S = 300.0
 this loses nothing. Older ones are dropped and counted (the sliding window the scheduler judges
 by is far shorter; only the job's history misses them)."""
 MIN_PENDING = 6
+MAX_STAGE_RUNS = 20
+"""Finished stages read per report at most (the newest): about a millisecond of the driver's
+CPU each."""
 
 
 def iso(epoch_s: float) -> str:
@@ -59,6 +62,8 @@ class AgentStats:
     last_round: int | None = None
     executors_lost: int = 0
     """Executors that went away without the agent removing them (a crash, a lost node)."""
+    executors_replaced: int = 0
+    """Executors the agent stopped because the scheduler found them slow."""
     resizes: list[dict[str, Any]] = field(default_factory=list)
 
     def cpu_ms_per_report(self) -> float | None:
@@ -80,6 +85,7 @@ class Agent:
         initial_executors: int | None = None,
         max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
         resize: bool = True,
+        task_figures: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if sub_window_s <= 0:
@@ -101,6 +107,8 @@ class Agent:
         self.max_backoff_s = max_backoff_s
         self.resize = resize
         """False: report only (a job run by the spark-operator is resized by its realizer)."""
+        self.task_figures = task_figures
+        """Report per-executor and per-stage task figures (for the scheduler's diagnosis)."""
         self.clock = clock
         self.stats = AgentStats()
         self.applied: int | None = None
@@ -112,11 +120,19 @@ class Agent:
         self._failures = 0
         self._next_attempt = 0.0
         self._task_time: dict[str, float] = {}
+        self._task_time_before: dict[str, float] = {}
+        self._tasks_done: dict[str, int] = {}
+        self._last_stage = -1
+        """The newest finished stage reported (stage ids only grow)."""
         self._window_start = clock()
         self._ignored: int | None = None
         self._killed: set[str] = set()
         self._held: set[str] = set()
         """The executors the last reconcile saw running that the agent did not remove."""
+        self._replaced: set[str] = set()
+        """Executors already stopped for a replacement (Spark never reuses an id)."""
+        self._short_of_replacements = False
+        """Replaced executors may still be starting: ask for the total until it is there."""
         self._cores = self._cores_per_executor()
         self._task_cpus = _int(control.conf("spark.task.cpus", "1"), 1)
         self.on_stop: list[Callable[[], None]] = []
@@ -206,6 +222,8 @@ class Agent:
                 self.stats.last_target = answer.target_executors
                 self.stats.last_round = answer.round
                 self.apply_target(answer.target_executors)
+                if answer.replace_executors:
+                    self._guard("replace", partial(self.replace, answer.replace_executors))
             if count_cpu:
                 self.stats.report_cpu_s += time.thread_time() - started
 
@@ -269,7 +287,8 @@ class Agent:
         drained = self.book.drain()
         self.stats.progress_events += drained.events
         executors = self.control.live_executor_ids()
-        busy_ms = self._busy_core_ms()
+        states = self._executor_states()
+        busy_ms = self._busy_core_ms(states)
         report: dict[str, Any] = {
             "window_start": iso(start),
             "window_end": iso(max(end, start + 0.001)),
@@ -302,7 +321,44 @@ class Agent:
                 "rows": drained.state_rows,
                 "memory_bytes": drained.state_memory_bytes,
             }
+        if self.task_figures:
+            report.update(self._task_figures(states))
         return report
+
+    def _task_figures(self, states: list[ExecutorState] | None) -> dict[str, Any]:
+        """Per executor, the tasks it finished since the last report and their run time; per
+        stage (by name and width), its runs finished since, their tasks' median and longest run
+        time and the largest partition's share of the records, averaged over the runs."""
+        out: dict[str, Any] = {}
+        if states is not None:
+            done: dict[str, int] = {}
+            rows = []
+            for state in states:
+                done[state.id] = state.completed_tasks
+                tasks = state.completed_tasks - self._tasks_done.get(state.id, 0)
+                if state.active and (tasks > 0 or state.active_tasks > 0):
+                    # (one running tasks that finished none: a straggler, or a long task)
+                    ms = state.task_time_ms - self._task_time_before.get(state.id, 0.0)
+                    entry = {"id": state.id, "tasks": tasks, "task_ms": round(max(0.0, ms), 3)}
+                    rows.append(
+                        {
+                            **entry,
+                            "running": state.active_tasks,
+                            **({"host": state.host} if state.host else {}),
+                        }
+                    )
+            self._tasks_done = done
+            if rows:
+                out["executor_tasks"] = rows
+        try:
+            runs = self.control.finished_stages(self._last_stage, MAX_STAGE_RUNS)
+        except Exception as exc:
+            log.debug("henge agent: finished stages unavailable: %s", exc)
+            runs = []
+        if runs:
+            self._last_stage = max(r.stage_id for r in runs)
+            out["stages"] = stage_figures(runs)
+        return out
 
     def _sources(self, drained: Drained, seconds: float) -> list[dict[str, Any]]:
         out = []
@@ -317,17 +373,25 @@ class Agent:
 
     def _baseline(self) -> None:
         try:
-            self._task_time = {e.id: e.task_time_ms for e in self.control.executors()}
-        except Exception as exc:
-            log.warning("henge agent: executor status unavailable at start: %s", exc)
-
-    def _busy_core_ms(self) -> float:
-        """Core-ms the executors spent running tasks since the last report: the growth of each
-        executor's cumulative task time (live and dead ones alike), times ``spark.task.cpus``."""
-        try:
             states = self.control.executors()
         except Exception as exc:
+            log.warning("henge agent: executor status unavailable at start: %s", exc)
+            return
+        self._task_time = {e.id: e.task_time_ms for e in states}
+        self._tasks_done = {e.id: e.completed_tasks for e in states}
+
+    def _executor_states(self) -> list[ExecutorState] | None:
+        try:
+            return self.control.executors()
+        except Exception as exc:
             log.warning("henge agent: executor status unavailable: %s", exc)
+            return None
+
+    def _busy_core_ms(self, states: list[ExecutorState] | None) -> float:
+        """Core-ms the executors spent running tasks since the last report: the growth of each
+        executor's cumulative task time (live and dead ones alike), times ``spark.task.cpus``."""
+        self._task_time_before = self._task_time
+        if states is None:
             return 0.0
         busy = 0.0
         seen: dict[str, float] = {}
@@ -388,6 +452,35 @@ class Agent:
             self.stats.targets_applied += 1
         return acted
 
+    def replace(self, executor_ids: Sequence[str]) -> list[str]:
+        """Stop the named executors that still run, each once, and ask Spark for the total
+        again, so that a new executor starts for each (``killExecutors`` lowers Spark's target;
+        the request raises it back). Returns those stopped."""
+        fresh = [i for i in executor_ids if i not in self._replaced]
+        if not fresh or not self.resize or self.applied is None:
+            return []
+        self._replaced.update(fresh)
+        registered = set(self.control.live_executor_ids())
+        victims = [i for i in fresh if i in registered and i not in self._killed]
+        if not victims:
+            return []
+        self.control.kill(victims)
+        self._killed |= set(victims)
+        self._held -= set(victims)
+        self.control.request_total(self.applied)
+        self._short_of_replacements = True
+        self.stats.executors_replaced += len(victims)
+        log.info(
+            "henge agent: replacing slow executor(s) %s; asking Spark for %d executors",
+            ", ".join(victims),
+            self.applied,
+        )
+        self.stats.resizes.append(
+            {"at": self.clock(), "from": self.applied, "to": self.applied, "killed": victims}
+        )
+        del self.stats.resizes[:-50]
+        return victims
+
     def _reconcile(self, target: int, *, request: bool) -> bool:
         registered = self.control.live_executor_ids()
         lost = sorted(self._held - set(registered))
@@ -404,6 +497,11 @@ class Agent:
             request = True
         self._killed &= set(registered)  # those gone are gone
         live = [i for i in registered if i not in self._killed]
+        if self._short_of_replacements:
+            # (a manager that saw the stopped executors still alive when asked may not have
+            # started new ones: ask again until the total is there)
+            self._short_of_replacements = len(live) < target
+            request = request or self._short_of_replacements
         victims: list[str] = []
         if len(live) > target:
             victims = self._victims(live, len(live) - target)
@@ -441,6 +539,28 @@ class Agent:
             return (state.active_tasks, -state.add_time_ms, newest)
 
         return sorted(live, key=key)[:count]
+
+
+def stage_figures(runs: Sequence[StageRun]) -> list[dict[str, Any]]:
+    """Stage runs grouped by name and width (a micro-batch's stages keep both from one batch
+    to the next), each group's figures averaged over its runs, newest group first."""
+    groups: dict[tuple[str, int], list[StageRun]] = {}
+    for run in runs:
+        groups.setdefault((run.name, run.tasks), []).append(run)
+    out = []
+    for (name, tasks), group in groups.items():
+        shares = [r.largest_partition_share for r in group if r.largest_partition_share is not None]
+        entry: dict[str, Any] = {
+            "name": f"{name[:400]} ({tasks} tasks)",
+            "runs": len(group),
+            "tasks": tasks,
+            "median_task_ms": sum(r.median_task_ms for r in group) / len(group),
+            "max_task_ms": sum(r.max_task_ms for r in group) / len(group),
+        }
+        if shares:
+            entry["largest_partition_share"] = sum(shares) / len(shares)
+        out.append(entry)
+    return out
 
 
 def _int(value: str | None, default: int) -> int:

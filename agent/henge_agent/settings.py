@@ -12,6 +12,7 @@ then the driver's environment where one is listed:
 | the job's bounds | ``spark.henge.minExecutors``, ``spark.henge.maxExecutors`` | | none |
 | size at start | ``spark.henge.initialExecutors`` | | unchanged |
 | resize or only report | ``spark.henge.resize`` | | true |
+| per-executor and per-stage task figures | ``spark.henge.taskFigures`` | | true |
 | HTTP timeout (s) | ``spark.henge.timeoutSeconds`` | | 5 |
 | longest retry wait (s) | ``spark.henge.maxBackoffSeconds`` | | 60 |
 
@@ -37,6 +38,7 @@ CONF_MIN_EXECUTORS = "spark.henge.minExecutors"
 CONF_MAX_EXECUTORS = "spark.henge.maxExecutors"
 CONF_INITIAL_EXECUTORS = "spark.henge.initialExecutors"
 CONF_RESIZE = "spark.henge.resize"
+CONF_TASK_FIGURES = "spark.henge.taskFigures"
 CONF_TIMEOUT = "spark.henge.timeoutSeconds"
 CONF_MAX_BACKOFF = "spark.henge.maxBackoffSeconds"
 CONF_PREFIX = "spark.henge."
@@ -63,6 +65,7 @@ class AgentSettings:
     max_executors: int | None = None
     initial_executors: int | None = None
     resize: bool = True
+    task_figures: bool = True
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_backoff_s: float = DEFAULT_MAX_BACKOFF_S
 
@@ -84,6 +87,7 @@ MIN_EXECUTORS = Source("min_executors", CONF_MIN_EXECUTORS)
 MAX_EXECUTORS = Source("max_executors", CONF_MAX_EXECUTORS)
 INITIAL_EXECUTORS = Source("initial_executors", CONF_INITIAL_EXECUTORS)
 RESIZE = Source("resize", CONF_RESIZE)
+TASK_FIGURES = Source("task_figures", CONF_TASK_FIGURES)
 TIMEOUT = Source("timeout_s", CONF_TIMEOUT)
 MAX_BACKOFF = Source("max_backoff_s", CONF_MAX_BACKOFF)
 
@@ -160,6 +164,7 @@ def settings_from(
         max_executors=high,
         initial_executors=initial,
         resize=boolean(found.find(RESIZE), default=True),
+        task_figures=boolean(found.find(TASK_FIGURES), default=True),
         timeout_s=positive(found.find(TIMEOUT), DEFAULT_TIMEOUT_S),
         max_backoff_s=positive(found.find(MAX_BACKOFF), DEFAULT_MAX_BACKOFF_S),
     )

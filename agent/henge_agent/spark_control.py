@@ -1,8 +1,9 @@
 """What the agent reads from and does to the Spark application (PySpark and stdlib only).
 
 Reads come from Spark's own status APIs: the application status store (the data behind the UI
-and its REST API: executors with their cumulative task time and running tasks) through the
-driver's JVM, falling back to the UI's REST API ``/api/v1/applications/{id}/allexecutors``;
+and its REST API: executors with their cumulative task time, finished and running tasks; the
+finished stages with their tasks' run time and records quantiles) through the driver's JVM,
+falling back to the UI's REST API ``/api/v1/applications/{id}/allexecutors`` for executors;
 the status tracker for the stages running now (their task counts give the useful
 parallelism). Resizing is ``SparkContext.requestTotalExecutors`` and
 ``SparkContext.killExecutors`` (both developer APIs of the Scala ``SparkContext``; PySpark does
@@ -35,6 +36,22 @@ class ExecutorState:
     """Cumulative time its tasks ran (Spark's ``totalDuration``)."""
     active_tasks: int
     add_time_ms: float = 0.0
+    completed_tasks: int = 0
+    """Tasks it finished (Spark's ``completedTasks``)."""
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class StageRun:
+    """One finished stage: its tasks, their median and longest run time, and the share of its
+    records its largest task read (``None`` when it read none)."""
+
+    stage_id: int
+    name: str
+    tasks: int
+    median_task_ms: float
+    max_task_ms: float
+    largest_partition_share: float | None
 
 
 class SparkControl(Protocol):
@@ -54,6 +71,11 @@ class SparkControl(Protocol):
         """Tasks of the widest recent stage of the application."""
         ...
 
+    def finished_stages(self, after_id: int, limit: int) -> list[StageRun]:
+        """The newest finished stages with an id above ``after_id``, at most ``limit``, newest
+        first."""
+        ...
+
     def conf(self, key: str, default: str | None = None) -> str | None: ...
 
 
@@ -66,6 +88,8 @@ class PySparkControl:
         self._jvm = sc._jvm
         self._store_ok = True
         self._widths: deque[int] = deque(maxlen=WIDTH_SAMPLES)
+        self._median_max: Any = None
+        self._none: Any = None
 
     # ---- reads --------------------------------------------------------------------------------
 
@@ -98,6 +122,8 @@ class PySparkControl:
                     task_time_ms=float(s.totalDuration()),
                     active_tasks=int(s.activeTasks()),
                     add_time_ms=float(s.addTime().getTime()),
+                    completed_tasks=int(s.completedTasks()),
+                    host=_host(str(s.hostPort())),
                 )
             )
         return out
@@ -116,6 +142,8 @@ class PySparkControl:
                 cores=int(row.get("totalCores") or 0),
                 task_time_ms=float(row.get("totalDuration") or 0),
                 active_tasks=int(row.get("activeTasks") or 0),
+                completed_tasks=int(row.get("completedTasks") or 0),
+                host=_host(str(row.get("hostPort") or "")),
             )
             for row in rows
             if row.get("id") != DRIVER_ID
@@ -142,6 +170,58 @@ class PySparkControl:
             self._widths.append(widest)
         return max(self._widths) if self._widths else None
 
+    def finished_stages(self, after_id: int, limit: int) -> list[StageRun]:
+        """From the status store: its completed stages come newest first, so the walk stops at
+        the first one already seen. Each stage's task quantiles are one call (the store keeps
+        them cached once computed)."""
+        store = self._jsc.statusStore()
+        complete = self._jvm.java.util.ArrayList()
+        complete.add(self._jvm.org.apache.spark.status.api.v1.StageStatus.COMPLETE)
+        stages = store.stageList(complete, False, False, self._no_quantiles(), None)
+        out: list[StageRun] = []
+        for i in range(stages.size()):
+            stage = stages.apply(i)
+            stage_id = int(stage.stageId())
+            if stage_id <= after_id or len(out) >= limit:
+                break
+            run = self._stage_run(store, stage, stage_id)
+            if run is not None:
+                out.append(run)
+        return out
+
+    def _stage_run(self, store: Any, stage: Any, stage_id: int) -> StageRun | None:
+        summary = store.taskSummary(stage_id, int(stage.attemptId()), self._quantiles())
+        if not summary.isDefined():
+            return None
+        found = summary.get()
+        run_time = found.executorRunTime()
+        median, longest = float(run_time.apply(0)), float(run_time.apply(1))
+        records = float(stage.inputRecords()) + float(stage.shuffleReadRecords())
+        largest = float(found.inputMetrics().recordsRead().apply(1)) + float(
+            found.shuffleReadMetrics().readRecords().apply(1)
+        )
+        return StageRun(
+            stage_id=stage_id,
+            name=str(stage.name()),
+            tasks=int(stage.numTasks()),
+            median_task_ms=median,
+            max_task_ms=longest,
+            largest_partition_share=min(1.0, largest / records) if records > 0 else None,
+        )
+
+    def _quantiles(self) -> Any:
+        """The median and the maximum, as the Java ``double[]`` the store takes."""
+        if self._median_max is None:
+            array = self.sc._gateway.new_array(self._jvm.double, 2)
+            array[0], array[1] = 0.5, 1.0
+            self._median_max = array
+        return self._median_max
+
+    def _no_quantiles(self) -> Any:
+        if self._none is None:
+            self._none = self.sc._gateway.new_array(self._jvm.double, 0)
+        return self._none
+
     # ---- actions ------------------------------------------------------------------------------
 
     def request_total(self, count: int) -> bool:
@@ -158,3 +238,9 @@ class PySparkControl:
             ids.add(str(executor_id))
         seq = self._jvm.org.apache.spark.api.python.PythonUtils.toSeq(ids)
         return bool(self._jsc.killExecutors(seq))
+
+
+def _host(host_port: str) -> str | None:
+    """The host of Spark's ``host:port`` (``None`` when empty)."""
+    host = host_port.rsplit(":", 1)[0] if ":" in host_port else host_port
+    return host or None

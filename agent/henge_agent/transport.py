@@ -26,6 +26,8 @@ class Answer:
     target_executors: int
     round: int
     duplicate: bool = False
+    replace_executors: tuple[str, ...] = ()
+    """Executors to stop, a new one started for each (a scheduler without it sends none)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class BatchAnswer:
     round: int
     refused: tuple[str, ...]
     """Why each refused window was refused (the others were stored or were already)."""
+    replace_executors: tuple[str, ...] = ()
 
 
 class ReportError(Exception):
@@ -68,6 +71,7 @@ class ReportClient:
                 target_executors=int(data["target_executors"]),
                 round=int(data.get("round") or 0),
                 duplicate=bool(data.get("duplicate", False)),
+                replace_executors=_ids(data),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ReportError(f"unexpected answer {data!r:.200}: {exc}", retry=True) from None
@@ -82,7 +86,9 @@ class ReportClient:
             refused = tuple(
                 json.dumps(r.get("detail"))[:300] for r in results if r["status"] == "rejected"
             )
-            return BatchAnswer(int(data["target_executors"]), int(data.get("round") or 0), refused)
+            return BatchAnswer(
+                int(data["target_executors"]), int(data.get("round") or 0), refused, _ids(data)
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ReportError(f"unexpected answer {data!r:.200}: {exc}", retry=True) from None
 
@@ -120,3 +126,7 @@ def _detail(exc: urllib.error.HTTPError) -> str:
     except (ValueError, AttributeError):
         return text[:300]
     return json.dumps(detail)[:300] if not isinstance(detail, str) else detail[:300]
+
+
+def _ids(data: Any) -> tuple[str, ...]:
+    return tuple(str(i) for i in data.get("replace_executors") or ())

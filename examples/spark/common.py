@@ -277,6 +277,7 @@ class StatusWriter(threading.Thread):
                 "reports_failed": stats.reports_failed,
                 "reports_dropped": stats.reports_dropped,
                 "executors_lost": stats.executors_lost,
+                "executors_replaced": stats.executors_replaced,
                 "targets_applied": stats.targets_applied,
                 "targets_ignored": stats.targets_ignored,
                 "last_target": stats.last_target,

@@ -180,6 +180,28 @@ class EdgeIn(Strict):
     executed: Count
 
 
+class ExecutorTasksIn(Strict):
+    """What one executor's tasks did in the window."""
+
+    id: str = Field(min_length=1, max_length=200)
+    tasks: Count
+    task_ms: Millis
+    rows: Count | None = None
+    host: str | None = Field(None, max_length=500)
+    running: int | None = Field(None, ge=0, le=1_000_000, description="Tasks running at the end.")
+
+
+class StageTasksIn(Strict):
+    """One stage of the window's micro-batches (its runs' figures averaged)."""
+
+    name: str = Field(min_length=1, max_length=500)
+    tasks: Count
+    median_task_ms: Millis
+    max_task_ms: Millis
+    runs: int = Field(1, ge=1, le=1_000_000)
+    largest_partition_share: float | None = Field(None, ge=0.0, le=1.0)
+
+
 class StateIn(Strict):
     """What the queries' state operators hold (reported by the agent; not used yet)."""
 
@@ -199,6 +221,17 @@ class ReportIn(Strict):
     latency_ms: LatencyIn | None = None
     edges: list[EdgeIn] | None = Field(None, max_length=10_000)
     state: StateIn | None = None
+    executor_tasks: list[ExecutorTasksIn] | None = Field(
+        None,
+        max_length=10_000,
+        description="Per executor: tasks finished, their run time and rows (for diagnosis).",
+    )
+    stages: list[StageTasksIn] | None = Field(
+        None,
+        max_length=1000,
+        description="Per stage of the micro-batches: median and longest task, largest "
+        "partition's share of the rows (for diagnosis).",
+    )
 
     @field_validator("window_start", "window_end")
     @classmethod
@@ -216,10 +249,18 @@ class ReportIn(Strict):
         return value
 
 
+REPLACE_EXECUTORS = Field(
+    default_factory=list,
+    description="Executors the scheduler asks the agent to stop (a new one starts for each, the "
+    "total unchanged); answered for a window's time after a round asks.",
+)
+
+
 class ReportAck(BaseModel):
     target_executors: int
     round: int
     duplicate: bool = False
+    replace_executors: list[str] = REPLACE_EXECUTORS
 
 
 MAX_BATCH_WINDOWS = 100
@@ -250,6 +291,7 @@ class ReportBatchAck(BaseModel):
     target_executors: int
     round: int
     results: list[WindowResult] = Field(description="One per window, in the request's order.")
+    replace_executors: list[str] = REPLACE_EXECUTORS
 
 
 # ---- history, rounds, cluster ----------------------------------------------------------------
@@ -358,6 +400,57 @@ class JobOptionsOut(BaseModel):
         "forecast)."
     )
     options: list[OptionOut]
+
+
+class ExecutorLookOut(BaseModel):
+    id: str
+    host: str | None
+    tasks: float
+    mean_task_ms: float | None
+    slowness: float | None = Field(
+        description="Its mean task time over the lower quartile of the job's other executors' "
+        "(null: alone or idle)."
+    )
+
+
+class StageLookOut(BaseModel):
+    name: str
+    tasks: float = Field(description="Tasks per run of the stage.")
+    median_task_ms: float
+    max_task_ms: float
+    largest_partition_share: float | None
+    unevenness: float = Field(
+        description="The largest partition's rows over its even share (without partition "
+        "rows: the longest task over the median)."
+    )
+    bounds_stage: bool = Field(
+        description="The longest task outlasts the stage's work spread over the job's cores: "
+        "more executors cannot shorten the stage."
+    )
+
+
+class JobDiagnosisOut(BaseModel):
+    """Why the job runs as it does, from its tasks: a slow executor, skew, or neither."""
+
+    job_id: str
+    finding: Literal["slow_executor", "skew", "undecided", "under_provisioned"] | None = Field(
+        description="null: the job's reports carry no task figures."
+    )
+    reason: str | None
+    acted_on: bool = Field(description="Whether the scheduler acts on the finding now.")
+    note: str = Field(description="What the scheduler does with it.")
+    slow_executors: list[str]
+    hosts: list[str] = Field(description="The nodes the slow executors run on.")
+    stage: str | None = Field(description="The skewed stage.")
+    factor: float | None = Field(
+        description="How many times slower the slow executors are, or how uneven the stage."
+    )
+    useful_executors: int | None = Field(
+        description="With skew: the most executors that still shorten the job's batches."
+    )
+    windows: int = Field(description="Report windows with task figures the finding reads.")
+    executors: list[ExecutorLookOut] = Field(description="The latest window, slowest first.")
+    stages: list[StageLookOut] = Field(description="The latest window, most uneven first.")
 
 
 class JobActionOut(BaseModel):

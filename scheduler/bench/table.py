@@ -22,7 +22,7 @@ NOT_BASELINES = (HENGE, "utilitarian")
 """Policies that are not baselines to beat: ``henge`` and ``utilitarian`` (its models and solver
 without the state machine)."""
 FIRST_POLICIES = (HENGE, HENGE_PAPER)
-KINDS = ("reconfigure", "reduce", "revert", "total")
+KINDS = ("reconfigure", "reduce", "revert", "replace", "total")
 MISSING = "n/a"
 
 COLUMNS = (
@@ -39,6 +39,7 @@ COLUMNS = (
     "reconfigure",
     "reduce",
     "revert",
+    "replace",
     "actions",
     "executor core-hours",
     "recovery (s)",

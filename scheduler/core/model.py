@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import NamedTuple
 
+from scheduler.core.report import TaskWindow
 from scheduler.core.slo import SLO
 
 
@@ -24,6 +25,7 @@ class ActionKind(StrEnum):
     RECONFIGURE = "reconfigure"
     REDUCE = "reduce"
     REVERT = "revert"
+    REPLACE = "replace"
     ADMIT = "admit"
     NONE = "none"
 
@@ -88,6 +90,8 @@ class JobMetrics(WindowValues):
     """How many report windows the values are built from."""
     seconds: float | None = None
     """The time the window's reports cover (the span rates are per)."""
+    task_windows: tuple[TaskWindow, ...] = ()
+    """The task figures of the window's reports that carry them, oldest first."""
 
 
 @dataclass(frozen=True)
@@ -249,6 +253,16 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Replacement:
+    """Executors of one job to stop and start anew (a new executor for each), its executor
+    count unchanged."""
+
+    job_id: str
+    executor_ids: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
 class Admission:
     """A status change for a newly registered job (admitted, or still queued with a reason)."""
 
@@ -271,6 +285,7 @@ class Plan:
     max_utility: float = 0.0
     frozen_jobs: tuple[str, ...] = field(default=())
     """Jobs whose reports are stale; not touched this round."""
+    replacements: tuple[Replacement, ...] = ()
 
     @staticmethod
     def no_change(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from scheduler.core.juice import Edge
 
@@ -65,6 +65,49 @@ class LatencyReport:
 
 
 @dataclass(frozen=True)
+class ExecutorTasks:
+    """What one executor's tasks did in the sub-window (from Spark's task-end events)."""
+
+    id: str
+    tasks: float
+    """Tasks it finished."""
+    task_ms: float
+    """Their run time, summed."""
+    rows: float | None = None
+    """Rows its tasks read."""
+    host: str | None = None
+    """The node it runs on."""
+    running: int | None = None
+    """Tasks it was running at the window's end."""
+
+    @property
+    def mean_task_ms(self) -> float | None:
+        return self.task_ms / self.tasks if self.tasks > 0 else None
+
+
+@dataclass(frozen=True)
+class StageTasks:
+    """One stage of the job's micro-batches in the sub-window: its runs' figures, averaged."""
+
+    name: str
+    tasks: float
+    """Tasks per run."""
+    median_task_ms: float
+    max_task_ms: float
+    """The longest task of a run."""
+    runs: int = 1
+    largest_partition_share: float | None = None
+    """The share of the stage's rows its largest partition read (1 / ``tasks`` when even)."""
+
+
+class TaskWindow(NamedTuple):
+    """The task figures of one report window."""
+
+    executors: tuple[ExecutorTasks, ...]
+    stages: tuple[StageTasks, ...]
+
+
+@dataclass(frozen=True)
 class Report:
     """One sub-window of one job, as posted by its agent."""
 
@@ -78,6 +121,8 @@ class Report:
     batches: tuple[BatchReport, ...] = ()
     latency_ms: LatencyReport | None = None
     edges: tuple[Edge, ...] = ()
+    executor_tasks: tuple[ExecutorTasks, ...] = ()
+    stages: tuple[StageTasks, ...] = ()
 
     @property
     def duration_s(self) -> float:
@@ -146,5 +191,27 @@ def report_from_document(doc: Mapping[str, Any]) -> Report:
                 executed=float(e["executed"]),
             )
             for e in doc.get("edges") or ()
+        ),
+        executor_tasks=tuple(
+            ExecutorTasks(
+                id=str(e["id"]),
+                tasks=float(e["tasks"]),
+                task_ms=float(e["task_ms"]),
+                rows=e.get("rows"),
+                host=e.get("host"),
+                running=e.get("running"),
+            )
+            for e in doc.get("executor_tasks") or ()
+        ),
+        stages=tuple(
+            StageTasks(
+                name=s["name"],
+                tasks=float(s["tasks"]),
+                median_task_ms=float(s["median_task_ms"]),
+                max_task_ms=float(s["max_task_ms"]),
+                runs=int(s.get("runs") or 1),
+                largest_partition_share=s.get("largest_partition_share"),
+            )
+            for s in doc.get("stages") or ()
         ),
     )

@@ -30,7 +30,7 @@ from scheduler.core.latency import (
     report_latency_ms,
 )
 from scheduler.core.model import BatchFit, JobMetrics, WindowValues
-from scheduler.core.report import BatchReport, Report
+from scheduler.core.report import BatchReport, Report, TaskWindow
 from scheduler.core.slo import SLO, utility
 
 BEHIND_EPSILON = 0.01
@@ -307,4 +307,7 @@ def window_metrics(
         steady=len({r.executors for r in inside}) == 1,
         windows=len(inside),
         seconds=seconds,
+        task_windows=tuple(
+            TaskWindow(r.executor_tasks, r.stages) for r in inside if r.executor_tasks or r.stages
+        ),
     )

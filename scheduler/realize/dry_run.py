@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from scheduler.core.model import Change
+from scheduler.core.model import Change, Replacement
 
 log = structlog.get_logger("henge.realize.dry_run")
 
@@ -22,5 +22,12 @@ class DryRunRealizer:
                 from_executors=change.from_executors,
                 to_executors=change.to_executors,
                 reason=change.reason,
+            )
+        return ()
+
+    def replace(self, replacements: Sequence[Replacement]) -> Sequence[Replacement]:
+        for r in replacements:
+            log.info(
+                "dry_run.replace", job=r.job_id, executors=list(r.executor_ids), reason=r.reason
             )
         return ()

@@ -1,6 +1,7 @@
 """What the registry holds that the plans need, gathered for the pure core: a job's options
-(:mod:`scheduler.core.policies.henge.options`) and the cluster's capacity plan
-(:mod:`scheduler.core.policies.henge.capacity_plan`). Each job is seen as the next round would
+(:mod:`scheduler.core.policies.henge.options`), the cluster's capacity plan
+(:mod:`scheduler.core.policies.henge.capacity_plan`) and a job's diagnosis
+(:mod:`scheduler.core.policies.henge.remedies`). Each job is seen as the next round would
 see it, with the model and error the last round kept of it and its forecast, and whether that
 forecast is trusted."""
 
@@ -19,6 +20,7 @@ from scheduler.core.policies.henge.model import JobModel
 from scheduler.core.policies.henge.options import JobOptions, job_options
 from scheduler.core.policies.henge.product import HengeProductPolicy
 from scheduler.core.policies.henge.product_state import ProductState
+from scheduler.core.policies.henge.remedies import JobDiagnosis, job_diagnosis
 from scheduler.core.policies.registry import get_policy
 from scheduler.registry import forecasts
 from scheduler.registry import repository as repo
@@ -50,6 +52,16 @@ def options_of(session: Session, job: Job, settings: Settings, now: datetime) ->
         now,
         forecast_trusted=stored is not None and stored.trusted,
     )
+
+
+def diagnosis_of(session: Session, job: Job, settings: Settings, now: datetime) -> JobDiagnosis:
+    """``job``'s diagnosis at ``now`` from its task figures, by the service's ``henge`` settings
+    (the defaults under another policy), and what the scheduler does with it."""
+    view = job_views(
+        SqlRoundTx(session), [job_record(job)], now, settings.window_s, settings.sub_window_s
+    )[0]
+    policy = _henge(settings)
+    return job_diagnosis(view, policy.settings if policy is not None else None, settings.policy)
 
 
 class NotPlanned(Exception):

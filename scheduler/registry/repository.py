@@ -146,6 +146,8 @@ class AgentJob:
     target_executors: int
     newest: WindowKey | None
     newest_report: dict[str, Any] | None
+    replace_executors: list[str] | None = None
+    replace_requested_at: datetime | None = None
 
 
 def agent_job(session: Session, token_hash: str) -> AgentJob | None:
@@ -167,6 +169,8 @@ def agent_job(session: Session, token_hash: str) -> AgentJob | None:
             Job.slo,
             Job.priority,
             Job.target_executors,
+            Job.replace_executors,
+            Job.replace_requested_at,
             MetricWindow.window_start,
             MetricWindow.window_end,
             MetricWindow.report,
@@ -176,9 +180,9 @@ def agent_job(session: Session, token_hash: str) -> AgentJob | None:
     ).first()
     if found is None:
         return None
-    job_id, status, slo, priority, target, start, end, report = found
+    job_id, status, slo, priority, target, replace, asked, start, end, report = found
     key = (start, end) if start is not None else None
-    return AgentJob(job_id, status, slo, priority, target, key, report)
+    return AgentJob(job_id, status, slo, priority, target, key, report, replace, asked)
 
 
 def window_stored(session: Session, job_id: str, start: datetime, end: datetime) -> bool:

@@ -82,6 +82,10 @@ class SqlRoundTx:
         job = self._rows[job_id]
         job.target_executors, job.updated_at = executors, now
 
+    def request_replacement(self, job_id: str, executor_ids: Sequence[str], now: datetime) -> None:
+        job = self._rows[job_id]
+        job.replace_executors, job.replace_requested_at = list(executor_ids), now
+
     def record_round(
         self,
         record: RoundRecord,

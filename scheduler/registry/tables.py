@@ -95,6 +95,10 @@ class Job(Base):
     status_reason: Mapped[str] = mapped_column(Text, default="")
     agent_token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     target_executors: Mapped[int] = mapped_column(Integer)
+    replace_executors: Mapped[list[str] | None] = mapped_column(JSONDoc, nullable=True)
+    """Executors the last replacement asked the job's agent to stop (a new one starts for
+    each); answered to its reports for a window's time after ``replace_requested_at``."""
+    replace_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     removed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -18,9 +18,9 @@ import structlog
 
 from scheduler.cluster.port import ClusterSource
 from scheduler.core.decide import CoreSettings, SchedulerState
-from scheduler.core.model import JobStatus, Plan, Snapshot
+from scheduler.core.model import JobStatus, Plan, Replacement, Snapshot
 from scheduler.prometheus import ServiceMetrics
-from scheduler.realize.port import Realizer
+from scheduler.realize.port import Realizer, Replacer
 from scheduler.round.deciding import decide_paused
 from scheduler.round.forecasts import ForecastSource
 from scheduler.round.snapshot import build_snapshot
@@ -50,6 +50,8 @@ class RoundOutcome:
     number: int
     plan: Plan
     snapshot: Snapshot
+    replaced: tuple[Replacement, ...] = ()
+    """The plan's replacements that took effect."""
 
 
 class SchedulerLoop:
@@ -119,6 +121,9 @@ class SchedulerLoop:
         for change in self.realizer.apply(plan.changes):
             tx.set_target(change.job_id, change.to_executors, now)
             targets[change.job_id] = change.to_executors
+        replaced = self._replace(plan)
+        for r in replaced:
+            tx.request_replacement(r.job_id, r.executor_ids, now)
         self._failpoint("round.published", plan)
 
         tx.record_round(
@@ -143,6 +148,16 @@ class SchedulerLoop:
                     c.reason,
                 )
                 for c in plan.changes
+            ]
+            + [
+                ActionRecord(
+                    plan.action.value,
+                    r.job_id,
+                    targets[r.job_id],
+                    targets[r.job_id],
+                    f"executor(s) {', '.join(r.executor_ids)} replaced: {r.reason}",
+                )
+                for r in replaced
             ],
             allocations=_allocations(snapshot, statuses, targets),
             state=new_state.to_json(),
@@ -158,7 +173,17 @@ class SchedulerLoop:
             total_utility=round(plan.total_utility, 3),
             max_utility=round(plan.max_utility, 3),
         )
-        return RoundOutcome(number, plan, snapshot)
+        return RoundOutcome(number, plan, snapshot, tuple(replaced))
+
+    def _replace(self, plan: Plan) -> list[Replacement]:
+        """The plan's replacements that took effect (none where the realizer cannot replace
+        executors: the round's reason still says what was found)."""
+        if not plan.replacements:
+            return []
+        if not isinstance(self.realizer, Replacer):
+            log.warning("replacement_unsupported", realizer=self.realizer.name)
+            return []
+        return list(self.realizer.replace(plan.replacements))
 
     def _failpoint(self, step: str, plan: Plan) -> None:
         """Die here when told to, in a round that changes something (one that does not has

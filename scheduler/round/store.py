@@ -98,6 +98,10 @@ class RoundTx(Protocol):
 
     def set_target(self, job_id: str, executors: int, now: datetime) -> None: ...
 
+    def request_replacement(self, job_id: str, executor_ids: Sequence[str], now: datetime) -> None:
+        """Ask the job's agent to stop these executors (a new one starts for each)."""
+        ...
+
     def record_round(
         self,
         record: RoundRecord,

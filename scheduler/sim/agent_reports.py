@@ -36,6 +36,8 @@ class SimulatedBatch(NamedTuple):
     """Running executors the compute span was planned with."""
     speed: float
     """Their mean speed (1 / slowdown)."""
+    slowest: float
+    """The slowest one's speed."""
 
 
 class Clock:

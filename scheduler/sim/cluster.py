@@ -46,9 +46,23 @@ class Executor:
     node: Node | None = None
     ready_at: float = NEVER
     """When it starts running tasks; ``NEVER`` while pending."""
+    id: str = ""
+    """Its id within the job, as Spark numbers executors: "1", "2", ... in request order."""
+    slowdown: float = 1.0
+    """A fault of this executor alone (a bad disk, long pauses): its tasks take this many times
+    longer, on top of its node's slowdown."""
+    avoid: Node | None = None
+    """A node not to place it on while another fits (it replaces an executor that was slow
+    there)."""
 
     def running(self, t: float) -> bool:
         return self.node is not None and self.ready_at <= t
+
+    @property
+    def speed(self) -> float:
+        """Rows per unit of work relative to a healthy executor (1 / every slowdown)."""
+        node = self.node.slowdown if self.node is not None else 1.0
+        return 1.0 / (node * self.slowdown)
 
 
 @dataclass
@@ -59,23 +73,35 @@ class Pool:
     cores: int
     memory_mb: int
     executors: list[Executor] = field(default_factory=list)
+    requested: int = 0
+    """Executors requested so far (the next one's id is this plus one)."""
 
-    def running(self, t: float) -> tuple[int, float, float]:
-        """(running executors at ``t``, their mean speed (1 / slowdown, averaged), and the time
+    def new_executor(self) -> Executor:
+        self.requested += 1
+        return Executor(self.job, self.cores, self.memory_mb, id=str(self.requested))
+
+    def running(self, t: float) -> tuple[int, float, float, float]:
+        """(running executors at ``t``, their mean speed, the slowest one's speed, and the time
         the next placed executor starts running: the answer holds until then, unless the
         cluster changes)."""
         count = 0
         speed = 0.0
+        slowest = 1.0
         until = NEVER
         for e in self.executors:
             if e.node is None:
                 continue
             if e.ready_at <= t:
                 count += 1
-                speed += 1.0 / e.node.slowdown
+                own = e.speed
+                speed += own
+                slowest = own if count == 1 or own < slowest else slowest
             elif e.ready_at < until:
                 until = e.ready_at
-        return count, (speed / count if count else 1.0), until
+        return count, (speed / count if count else 1.0), slowest, until
+
+    def running_executors(self, t: float) -> list[Executor]:
+        return [e for e in self.executors if e.running(t)]
 
 
 class Cluster:
@@ -102,7 +128,7 @@ class Cluster:
         held = len(pool.executors)
         if count > held:
             for _ in range(count - held):
-                executor = Executor(pool.job, pool.cores, pool.memory_mb)
+                executor = pool.new_executor()
                 pool.executors.append(executor)
                 self.pending.append(executor)
         elif count < held:
@@ -111,6 +137,40 @@ class Cluster:
                 pool.executors.remove(executor)
         self.version += 1
         self.place_pending(now)
+
+    def replace(self, pool: Pool, executor_ids: Iterable[str], now: float) -> list[str]:
+        """Remove the named executors and request one new executor for each, placed on
+        another node than the one it replaces where one has room (as a killed executor is
+        replaced by the cluster manager). Returns the ids replaced (unknown ids are skipped)."""
+        wanted = set(executor_ids)
+        replaced: list[str] = []
+        for executor in [e for e in pool.executors if e.id in wanted]:
+            old_node = executor.node
+            self._release(executor)
+            pool.executors.remove(executor)
+            fresh = pool.new_executor()
+            fresh.avoid = old_node
+            pool.executors.append(fresh)
+            self.pending.append(fresh)
+            replaced.append(executor.id)
+        if replaced:
+            self.version += 1
+            self.place_pending(now)
+        return replaced
+
+    def slow_executor(self, pool: Pool, factor: float, now: float) -> None:
+        """``factor`` > 1: the pool's oldest running executor (or oldest placed one) turns that
+        much slower; 1: every executor of the pool is healthy again."""
+        if factor == 1.0:
+            for executor in pool.executors:
+                executor.slowdown = 1.0
+        else:
+            placed = [e for e in pool.executors if e.node is not None]
+            running = [e for e in placed if e.ready_at <= now]
+            victims = running or placed
+            if victims:
+                victims[0].slowdown = factor
+        self.version += 1
 
     def place_pending(self, now: float) -> None:
         still: list[Executor] = []
@@ -128,10 +188,14 @@ class Cluster:
         self.pending = still
 
     def _choose(self, executor: Executor) -> Node | None:
-        fitting = (n for n in self.nodes if n.fits(executor.cores, executor.memory_mb))
+        fitting = [n for n in self.nodes if n.fits(executor.cores, executor.memory_mb)]
+        if executor.avoid is not None and len(fitting) > 1:
+            fitting = [n for n in fitting if n is not executor.avoid]
+        if not fitting:
+            return None
         if not self.spread:
-            return next(fitting, None)
-        return max(fitting, key=lambda n: n.cores - n.cores_used, default=None)
+            return fitting[0]
+        return max(fitting, key=lambda n: n.cores - n.cores_used)
 
     def _release(self, executor: Executor) -> None:
         if executor.node is None:

@@ -1,8 +1,9 @@
 """Timed events of a scenario, turned into what the world applies and when.
 
-Input spikes are folded into the jobs' input schedules (exact times). CPU interference and node
-loss change the cluster; the world applies them at the first sub-window boundary at or after
-their time. A collector outage silences the reports of every window that overlaps it.
+Input spikes are folded into the jobs' input schedules (exact times). CPU interference, node
+loss, slow executors and skew change the cluster or a job; the world applies them at the first
+sub-window boundary at or after their time. A collector outage silences the reports of every
+window that overlaps it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from scheduler.sim.scenario import (
     Interference,
     NodeLoss,
     Scenario,
+    SkewChange,
+    SlowExecutor,
     Spike,
 )
 from scheduler.sim.types import EventMark
@@ -31,6 +34,12 @@ class ClusterChange:
     fail: tuple[str, ...] = ()
     restore: tuple[str, ...] = ()
     slowdown: tuple[tuple[str, float], ...] = ()
+    """(node, factor) for every node."""
+    slow_executor: tuple[tuple[str, float], ...] = ()
+    """(job, factor): the job's oldest running executor turns ``factor`` times slower; a factor
+    of 1 makes every executor of the job healthy again."""
+    skew: tuple[tuple[str, str, float], ...] = ()
+    """(job, stage, factor): the stage's skew from now on (1: none)."""
 
 
 def effective_at(at_s: float, sub_window_s: float) -> float:
@@ -67,6 +76,14 @@ def cluster_changes(events: Iterable[Event], cluster: ClusterSpec) -> list[Clust
     names = [n.name for n in cluster.nodes]
     for t in sorted({b for e in interference for b in (e.at_s, e.at_s + e.duration_s)}):
         changes.append(ClusterChange(t, slowdown=_slowdowns(interference, names, t)))
+    for slow in (e for e in events if isinstance(e, SlowExecutor)):
+        changes.append(ClusterChange(slow.at_s, slow_executor=((slow.job, slow.factor),)))
+        changes.append(ClusterChange(slow.at_s + slow.duration_s, slow_executor=((slow.job, 1.0),)))
+    for skew in (e for e in events if isinstance(e, SkewChange)):
+        changes.append(ClusterChange(skew.at_s, skew=((skew.job, skew.stage, skew.factor),)))
+        if skew.duration_s is not None:
+            end = skew.at_s + skew.duration_s
+            changes.append(ClusterChange(end, skew=((skew.job, skew.stage, 1.0),)))
     return sorted(changes, key=lambda c: c.at_s)
 
 
@@ -102,6 +119,10 @@ def event_marks(scenario: Scenario) -> tuple[EventMark, ...]:
         end = None if event.duration_s is None else event.at_s + event.duration_s
         if isinstance(event, Spike | CollectorOutage):
             start_at, end_at, subject = event.at_s, end, event.jobs
+        elif isinstance(event, SlowExecutor | SkewChange):
+            start_at = effective_at(event.at_s, sub)
+            end_at = None if end is None else effective_at(end, sub)
+            subject = (event.job,)
         else:
             start_at = effective_at(event.at_s, sub)
             end_at = None if end is None else effective_at(end, sub)
@@ -131,6 +152,8 @@ _KIND: dict[type, str] = {
     Interference: "interference",
     NodeLoss: "node_loss",
     CollectorOutage: "collector_outage",
+    SlowExecutor: "slow_executor",
+    SkewChange: "skew",
 }
 
 

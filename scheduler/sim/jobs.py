@@ -5,11 +5,15 @@ Each micro-batch, computed in closed form (docs/simulator.md, "The job model"):
 - starts at a trigger time ``s`` and takes every row waiting at the source, or the oldest
   ``max_rows_per_batch`` of them (Spark's ``maxOffsetsPerTrigger``); a trigger with no new rows
   runs no batch;
-- lasts ``reload + compute + overhead``: ``compute = rows * Σ_i w_i / min(cores, P_i) / speed *
-  noise`` where ``w_i`` is stage i's core-ms per source row and ``P_i`` its partitions,
-  ``speed`` the executors' mean 1/slowdown (CPU interference) and ``noise`` a log-triangular
-  factor of mean 1; ``reload`` is the state reload of a stateful job whose running executors
-  changed;
+- lasts ``reload + compute + overhead``: ``compute = rows * noise * Σ_i stage_i`` where
+  ``stage_i = max(w_i / min(cores, P_i) / speed, w_i / P_i * max(k_i / speed, 1 / slowest))``:
+  ``w_i`` is stage i's core-ms per source row, ``P_i`` its partitions, ``k_i`` its skew (its
+  largest partition holds ``k_i`` times the mean partition's rows), ``speed`` the executors'
+  mean 1/slowdown (CPU interference, slow executors), ``slowest`` the slowest executor's, and
+  ``noise`` a log-triangular factor of mean 1. The first term is the stage's work shared out
+  over its cores; the second is its longest task, which no number of cores shortens (it is
+  never the larger on healthy executors without skew). ``reload`` is the state reload of a
+  stateful job whose running executors changed;
 - keeps its executors busy for ``rows * Σ_i w_i / speed * noise`` core-ms during ``compute``;
 - the next batch starts at the next trigger point after ``s``, or at the end of this batch
   when it ran past that point (falling behind).
@@ -22,6 +26,8 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from scheduler.core.slo import LatencyStat, slo_from_mapping, utility
@@ -45,6 +51,10 @@ def _triangular_mean(scale: float) -> float:
         return 1.0
     return (math.sinh(scale / 2) / (scale / 2)) ** 2
 
+
+Skew = tuple[tuple[int, float], ...]
+"""(stage index, factor) for the stages whose largest partition holds ``factor`` times the mean
+partition's rows; empty: no skew."""
 
 _STAT_SHARE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
 
@@ -70,8 +80,11 @@ class JobConstants:
         self._stages = [
             (w, s.partitions) for w, s in zip(row_weights(job.stages), job.stages, strict=True)
         ]
+        self.stage_names = tuple(s.name for s in job.stages)
+        self.stage_partitions = tuple(self._stages)
         self.work_ms_per_row = sum(w for w, _ in self._stages)
         self._seconds_per_row: dict[int, float] = {}
+        self._uneven: dict[tuple[int, float, float, Skew], float] = {}
 
     def seconds_per_row(self, cores: int) -> float:
         """Wall seconds per source row on ``cores`` cores (no interference, no noise)."""
@@ -80,6 +93,62 @@ class JobConstants:
             cached = sum(w / min(cores, p) for w, p in self._stages) / 1000.0 if cores else NEVER
             self._seconds_per_row[cores] = cached
         return cached
+
+    def compute_s(
+        self, work_rows: float, cores: int, speed: float, slowest: float, skew: Skew
+    ) -> float:
+        """Wall seconds to compute ``work_rows`` rows on ``cores`` cores whose mean speed is
+        ``speed`` and slowest ``slowest``, with the stages' ``skew``."""
+        if not skew and slowest >= speed * (1.0 - 1e-9):
+            return work_rows / speed * self.seconds_per_row(cores)
+        key = (cores, speed, slowest, skew)
+        per_row = self._uneven.get(key)
+        if per_row is None:
+            if len(self._uneven) > 1024:
+                self._uneven.clear()
+            factors = dict(skew)
+            per_row = self._uneven[key] = (
+                sum(
+                    max(
+                        w / min(cores, p) / speed,
+                        w / p * max(factors.get(i, 1.0) / speed, 1.0 / slowest),
+                    )
+                    for i, (w, p) in enumerate(self._stages)
+                )
+                / 1000.0
+                if cores
+                else NEVER
+            )
+        return work_rows * per_row
+
+    def task_figures(
+        self, batches: Sequence[SimulatedBatch], skew: Skew, typical_speed: float
+    ) -> list[dict[str, Any]]:
+        """Per stage over ``batches``: tasks per run, the median and the longest task (ms), and
+        the largest partition's share of the stage's rows, as the agent reports them."""
+        if not batches:
+            return []
+        runs = len(batches)
+        factors = dict(skew)
+        out = []
+        for i, (w, p) in enumerate(self._stages):
+            k = factors.get(i, 1.0)
+            median = longest = 0.0
+            for b in batches:
+                task = w * b.work_rows / p
+                median += task / typical_speed
+                longest += task * max(k / typical_speed, 1.0 / b.slowest)
+            out.append(
+                {
+                    "name": self.stage_names[i],
+                    "runs": runs,
+                    "tasks": p,
+                    "median_task_ms": median / runs,
+                    "max_task_ms": longest / runs,
+                    "largest_partition_share": min(1.0, k / p),
+                }
+            )
+        return out
 
     def next_trigger(self, start: float, end: float) -> float:
         """Next batch start: the trigger point after ``start``, or ``end`` if later."""
@@ -136,8 +205,13 @@ class JobRun:
         self.cores_at_last_batch: int | None = None
         self.last_capacity = 0.0
         self._segment = schedule.segment(started_s)
-        self._running: tuple[int, int, float, float] = (-1, 0, 1.0, -1.0)
-        """(cluster version, count, speed, valid until) of the running executors."""
+        self._running: tuple[int, int, float, float, float] = (-1, 0, 1.0, 1.0, -1.0)
+        """(cluster version, count, mean speed, slowest speed, valid until) of the running
+        executors."""
+        self.task_figures = False
+        """Report per-executor and per-stage task figures."""
+        self.skew: Skew = ()
+        """The stages' skew now (events change it; a batch keeps the skew it started with)."""
         self._arrived_mark = self.taken
         """Rows arrived by the end of the last reported window."""
         self._busy_carry = 0.0
@@ -172,14 +246,22 @@ class JobRun:
         and the window's end (joining executors take pending tasks; leaving ones' tasks are
         redone by the others)."""
         while t < batch.compute_end and t < w1:
-            count, speed, until = self._executors(t, version)
-            if count > 0 and (count != batch.executors or speed != batch.speed):
-                batch = self._replan(batch, t, w0, count, speed)
+            count, speed, slowest, until = self._executors(t, version)
+            if count > 0 and (
+                count != batch.executors or speed != batch.speed or slowest != batch.slowest
+            ):
+                batch = self._replan(batch, t, w0, count, speed, slowest)
             t = until
         return batch
 
     def _replan(
-        self, b: SimulatedBatch, t: float, w0: float, count: int, speed: float
+        self,
+        b: SimulatedBatch,
+        t: float,
+        w0: float,
+        count: int,
+        speed: float,
+        slowest: float,
     ) -> SimulatedBatch:
         model = self.model
         work_rows = b.work_rows
@@ -189,7 +271,8 @@ class JobRun:
             self._busy_carry += b.busy_core_ms * (t - max(w0, start)) / span
             work_rows *= (b.compute_end - t) / span
             start = t
-        compute = work_rows / speed * model.seconds_per_row(count * model.cores_per_executor)
+        cores = count * model.cores_per_executor
+        compute = model.compute_s(work_rows, cores, speed, slowest, self.skew)
         return b._replace(
             end=start + compute + model.overhead_s,
             busy_core_ms=work_rows / speed * model.work_ms_per_row,
@@ -198,14 +281,15 @@ class JobRun:
             work_rows=work_rows,
             executors=count,
             speed=speed,
+            slowest=slowest,
         )
 
-    def _executors(self, t: float, version: int) -> tuple[int, float, float]:
-        seen, count, speed, until = self._running
+    def _executors(self, t: float, version: int) -> tuple[int, float, float, float]:
+        seen, count, speed, slowest, until = self._running
         if seen != version or t >= until:
-            count, speed, until = self.pool.running(t)
-            self._running = (version, count, speed, until)
-        return count, speed, until
+            count, speed, slowest, until = self.pool.running(t)
+            self._running = (version, count, speed, slowest, until)
+        return count, speed, slowest, until
 
     def _arrived(self, t: float) -> float:
         start, end, rate, cumulative = self._segment
@@ -219,7 +303,7 @@ class JobRun:
         """The batch the trigger at ``s`` starts (``None`` if none can), and the next trigger
         time to try when there is no batch."""
         model = self.model
-        count, speed, until = self._executors(s, version)
+        count, speed, slowest, until = self._executors(s, version)
         if count == 0:  # no executor to run tasks: the trigger waits for one
             return None, (until if until < w1 else w1)
         available = self._arrived(s) - self.taken
@@ -238,7 +322,8 @@ class JobRun:
             reload = model.reload_s
         random = self.rng.random
         work_rows = rows * math.exp(model.noise_mu + model.noise_scale * (random() + random() - 1))
-        compute = work_rows / speed * model.seconds_per_row(count * model.cores_per_executor)
+        cores = count * model.cores_per_executor
+        compute = model.compute_s(work_rows, cores, speed, slowest, self.skew)
         begin = s + reload
         batch = SimulatedBatch(
             s,
@@ -253,6 +338,7 @@ class JobRun:
             work_rows,
             count,
             speed,
+            slowest,
         )
         self.taken += rows
         self.offset_time = last_arrival
@@ -293,4 +379,33 @@ class JobRun:
             ],
             "batches": batch_documents(done, clock),
             "latency_ms": latency,
+            **(self._task_documents(done, w1) if self.task_figures else {}),
+        }
+
+    def _task_documents(self, done: list[SimulatedBatch], t: float) -> dict[str, Any]:
+        """Per executor running at ``t`` and per stage, what the window's batches did. Tasks
+        go to executors as they free up, so each takes tasks in proportion to its speed and
+        all are busy alike; a slow one shows as fewer, longer tasks."""
+        executors = self.pool.running_executors(t)
+        if not done or not executors:
+            return {}
+        model = self.model
+        speeds = [e.speed for e in executors]
+        total_speed = math.fsum(speeds)
+        runs_tasks = len(done) * sum(p for _, p in model.stage_partitions)
+        work_ms = math.fsum(b.work_rows for b in done) * model.work_ms_per_row
+        rows = math.fsum(b.rows for b in done)
+        typical = statistics.median(speeds)
+        return {
+            "executor_tasks": [
+                {
+                    "id": e.id,
+                    "host": e.node.name if e.node is not None else None,
+                    "tasks": runs_tasks * speed / total_speed,
+                    "task_ms": work_ms / total_speed,
+                    "rows": rows * speed / total_speed,
+                }
+                for e, speed in zip(executors, speeds, strict=True)
+            ],
+            "stages": model.task_figures(done, self.skew, typical),
         }

@@ -38,6 +38,8 @@ class MemoryRoundStore:
         self.last_round = 0
         self.state: Mapping[str, Any] | None = None
         self.last: _Round | None = None
+        self.replacements: dict[str, tuple[tuple[str, ...], datetime]] = {}
+        """Per job, the executors last asked to be replaced, and when."""
 
     def register(self, job: JobRecord) -> None:
         self.jobs[job.job_id] = job
@@ -91,6 +93,9 @@ class MemoryRoundTx:
     def set_target(self, job_id: str, executors: int, now: datetime) -> None:
         job = self.store.jobs[job_id]
         self.store.jobs[job_id] = dataclasses.replace(job, target_executors=executors)
+
+    def request_replacement(self, job_id: str, executor_ids: Sequence[str], now: datetime) -> None:
+        self.store.replacements[job_id] = (tuple(executor_ids), now)
 
     def record_round(
         self,

@@ -54,6 +54,7 @@ ACTION_COLORS = {
     "reconfigure": "tab:green",
     "reduce": "tab:red",
     "revert": "tab:purple",
+    "replace": "tab:orange",
     "admit": "tab:gray",
 }
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from scheduler.cluster.port import Holding
 from scheduler.core.decide import CoreSettings
-from scheduler.core.model import Change, ClusterView
+from scheduler.core.model import Change, ClusterView, Replacement
 from scheduler.realize.port import Realizer
 from scheduler.round.forecasts import ForecastSource
 from scheduler.round.loop import LoopSettings, RoundOutcome, SchedulerLoop, action_kind
@@ -78,6 +78,13 @@ class WorldAgents:
         for change in changes:
             self.world.set_target(self.names[change.job_id], change.to_executors)
         return changes
+
+    def replace(self, replacements: Sequence[Replacement]) -> Sequence[Replacement]:
+        return [
+            r
+            for r in replacements
+            if self.world.replace_executors(self.names[r.job_id], r.executor_ids)
+        ]
 
 
 @dataclass(frozen=True)
@@ -252,6 +259,10 @@ class Simulation:
             kind = action_kind(plan, change.job_id)
             self.actions.append(ActionEvent(t_s, kind, name, change.from_executors,
                                             change.to_executors, change.reason))  # fmt: skip
+        for replaced in outcome.replaced:
+            name, held = names[replaced.job_id], self.targets[names[replaced.job_id]]
+            self.actions.append(ActionEvent(t_s, plan.action.value, name, held, held,
+                                            replaced.reason))  # fmt: skip
         if self.steering is not None:
             self._steer()
         sample = self._sample(outcome, t_s)

@@ -29,6 +29,8 @@ __all__ = [
     "NodeSpec",
     "Scenario",
     "ScenarioError",
+    "SkewChange",
+    "SlowExecutor",
     "Spike",
     "StageSpec",
     "StateSpec",
@@ -205,7 +207,30 @@ class CollectorOutage:
     jobs: tuple[str, ...] = ()
 
 
-Event = Spike | Interference | NodeLoss | CollectorOutage
+@dataclass(frozen=True)
+class SlowExecutor:
+    """One executor of ``job`` (its oldest running one) runs ``factor`` times slower during the
+    interval: a fault of that executor alone. An executor that replaces it is healthy."""
+
+    at_s: float
+    duration_s: float
+    factor: float
+    job: str
+
+
+@dataclass(frozen=True)
+class SkewChange:
+    """During the interval (to the end without ``duration_s``), the largest partition of
+    ``job``'s stage ``stage`` holds ``factor`` times the mean partition's rows (a hot key)."""
+
+    at_s: float
+    factor: float
+    job: str
+    stage: str
+    duration_s: float | None = None
+
+
+Event = Spike | Interference | NodeLoss | CollectorOutage | SlowExecutor | SkewChange
 
 
 @dataclass(frozen=True)
@@ -224,6 +249,8 @@ class Scenario:
     history_days: float = 0.0
     """Days of each job's input recorded before the scenario starts (in trace days for a trace
     played faster than real time), from which its input forecasts are fitted; 0: none."""
+    task_figures: bool = False
+    """The simulated agents report per-executor and per-stage task figures (for diagnosis)."""
 
     def specs(self) -> tuple[SimJobSpec, ...]:
         return tuple(j.sim_spec() for j in self.jobs)

@@ -13,7 +13,15 @@ from typing import Any
 
 import yaml
 
-from scheduler.sim.scenario import ClusterSpec, NodeSpec, Scenario
+from scheduler.sim.scenario import (
+    ClusterSpec,
+    Event,
+    Interference,
+    NodeSpec,
+    Scenario,
+    SkewChange,
+    SlowExecutor,
+)
 from scheduler.sim.scenario_jobs import parse_events, parse_jobs
 from scheduler.sim.scenario_keys import Fields, ScenarioError, check_name, sequence
 
@@ -49,6 +57,7 @@ _TOP_KEYS = (
     "sub_window_s",
     "seed",
     "history_days",
+    "task_figures",
     "cluster",
     "job_defaults",
     "jobs",
@@ -73,7 +82,7 @@ def parse_scenario(
     cluster = _parse_cluster(top.child("cluster"), "cluster")
     jobs = parse_jobs(data, base_dir or SCENARIO_DIR)
     node_names = {n.name for n in cluster.nodes}
-    events = parse_events(top.raw("events", []), {j.name for j in jobs}, node_names)
+    events = parse_events(top.raw("events", []), {j.name: j for j in jobs}, node_names)
     return Scenario(
         name=check_name(top.string("name", default_name), "name"),
         description=top.string("description", ""),
@@ -86,7 +95,18 @@ def parse_scenario(
         seed=int(top.number("seed", 1, integer=True)),
         path=path,
         history_days=top.number("history_days", 0.0, minimum=0.0, maximum=35.0),
+        task_figures=_task_figures(top, events),
     )
+
+
+def _task_figures(top: Fields, events: tuple[Event, ...]) -> bool:
+    """Given, or true when an event makes tasks uneven (they cost the simulation time)."""
+    value = top.raw("task_figures", None)
+    if value is None:
+        return any(isinstance(e, SlowExecutor | SkewChange | Interference) for e in events)
+    if not isinstance(value, bool):
+        raise ScenarioError("task_figures", "must be true or false")
+    return value
 
 
 def _parse_cluster(data: Any, key: str) -> ClusterSpec:

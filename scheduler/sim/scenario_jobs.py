@@ -24,6 +24,8 @@ from scheduler.sim.scenario import (
     Interference,
     JobScenario,
     NodeLoss,
+    SkewChange,
+    SlowExecutor,
     Spike,
     StageSpec,
     StateSpec,
@@ -343,10 +345,14 @@ _EVENT_KEYS: dict[str, tuple[str, ...]] = {
     "interference": ("at_s", "duration_s", "factor", "nodes"),
     "node_loss": ("at_s", "nodes", "duration_s"),
     "collector_outage": ("at_s", "duration_s", "jobs"),
+    "slow_executor": ("at_s", "duration_s", "factor", "job"),
+    "skew": ("at_s", "duration_s", "factor", "job", "stage"),
 }
 
 
-def parse_events(data: Any, job_names: set[str], node_names: set[str]) -> tuple[Event, ...]:
+def parse_events(
+    data: Any, jobs: Mapping[str, JobScenario], node_names: set[str]
+) -> tuple[Event, ...]:
     events: list[Event] = []
     for i, raw in enumerate(sequence(data, "events")):
         key = f"events[{i}]"
@@ -359,8 +365,37 @@ def parse_events(data: Any, job_names: set[str], node_names: set[str]) -> tuple[
                 f"{key}.{kind}", f"unknown event (allowed: {', '.join(_EVENT_KEYS)})"
             )
         f = Fields(body, f"{key}.{kind}", _EVENT_KEYS[kind])
-        events.append(_event(kind, f, job_names, node_names))
+        if kind in ("slow_executor", "skew"):
+            events.append(_job_event(kind, f, jobs))
+        else:
+            events.append(_event(kind, f, set(jobs), node_names))
     return tuple(sorted(events, key=lambda e: e.at_s))
+
+
+def _job_event(kind: str, f: Fields, jobs: Mapping[str, JobScenario]) -> Event:
+    """A fault of one job: a slow executor, or a skewed stage."""
+    at = f.number("at_s", minimum=0.0)
+    job_name = f.raw("job")
+    if not isinstance(job_name, str) or job_name not in jobs:
+        raise ScenarioError(f.key("job"), f"must name one of the scenario's jobs, not {job_name!r}")
+    job = jobs[job_name]
+    factor = f.number("factor", positive=True)
+    if factor < 1:
+        raise ScenarioError(f.key("factor"), "must be >= 1")
+    if kind == "slow_executor":
+        return SlowExecutor(at, f.number("duration_s", positive=True), factor, job.name)
+    stages = {s.name: s for s in job.stages}
+    stage = f.raw("stage", job.stages[-1].name)
+    if stage not in stages:
+        raise ScenarioError(
+            f.key("stage"), f"no stage {stage!r} in job {job.name!r} (it has {', '.join(stages)})"
+        )
+    if factor > stages[stage].partitions:
+        raise ScenarioError(
+            f.key("factor"), f"must be at most the stage's {stages[stage].partitions} partitions"
+        )
+    duration = f.number("duration_s", positive=True) if f.has("duration_s") else None
+    return SkewChange(at, factor, job.name, stage, duration)
 
 
 def _event(kind: str, f: Fields, job_names: set[str], node_names: set[str]) -> Event:

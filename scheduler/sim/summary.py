@@ -12,8 +12,9 @@ Definitions (only the scheduler's part of the run counts: samples and actions wi
   the quantile). Samples with no job present (max utility 0) are left out.
 - ``time_to_max_utility_s``: the first ``t_s`` at which total utility reaches the maximum
   (within 1e-6 relative, with at least one job present); ``null`` if never.
-- ``actions``: counts by kind; ``total`` = reconfigure + reduce + revert. Admissions are counted
-  under ``admit`` and any other kind under ``other``, neither in ``total``.
+- ``actions``: counts by kind; ``total`` = reconfigure + reduce + revert + replace (a job's slow
+  executors replaced, its count unchanged). Admissions are counted under ``admit`` and any other
+  kind under ``other``, neither in ``total``.
 - ``executor_core_hours``: the result's executor core-seconds / 3600.
 - ``tiers``: per priority (``"90"``), highest first, ``jobs`` (its jobs) and ``mean``, the
   time-weighted mean of the tier's utility / maximum over the samples where its jobs are present
@@ -26,9 +27,9 @@ Definitions (only the scheduler's part of the run counts: samples and actions wi
   and ``tiers``, the same per tier (:mod:`scheduler.sim.recovery`).
 - per job: ``mean_utility_fraction`` is the time-weighted mean of utility / priority over the
   samples where the job is present (``null`` if none); ``actions`` counts its reconfigure,
-  reduce and revert actions; ``final_executors`` is its executor count in the last sample that
-  has it (``null`` if none); ``model_error``, only when the result carries one for the job
-  (the policy's model against the truth), is passed through.
+  reduce, revert and replace actions; ``final_executors`` is its executor count in the last
+  sample that has it (``null`` if none); ``model_error``, only when the result carries one for
+  the job (the policy's model against the truth), is passed through.
 
 Floats are rounded to 6 significant digits so that the JSON is stable. Wall-clock values live
 under the top-level ``"wall"`` key, which a determinism check drops.
@@ -46,7 +47,7 @@ from scheduler.sim.recovery import recoveries
 from scheduler.sim.tiers import tier_satisfaction
 from scheduler.sim.types import RoundSample, SimResult
 
-COUNTED_KINDS = ("reconfigure", "reduce", "revert")
+COUNTED_KINDS = ("reconfigure", "reduce", "revert", "replace")
 QUANTILES = {"p15": 0.15, "p50": 0.50, "p90": 0.90}
 REACHED_TOLERANCE = 1e-6
 SIGNIFICANT_DIGITS = 6

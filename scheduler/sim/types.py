@@ -53,6 +53,11 @@ class World(Protocol):
         start delay, pending while nothing fits) or removed (idle ones first)."""
         ...
 
+    def replace_executors(self, job: str, executor_ids: Sequence[str]) -> Sequence[str]:
+        """The job's agent kills the named executors; a new one is requested for each, on
+        another node where one has room. Returns the ids it found and replaced."""
+        ...
+
     def cluster(self) -> ClusterView:
         """Nodes now: allocatable cores and memory, and what placed executors hold."""
         ...

@@ -31,7 +31,7 @@ from scheduler.sim.events import (
     spikes,
 )
 from scheduler.sim.inputs import RateSchedule, load_trace, schedule_for
-from scheduler.sim.jobs import JobConstants, JobRun
+from scheduler.sim.jobs import JobConstants, JobRun, Skew
 from scheduler.sim.scenario import JobScenario, Scenario, Spike
 from scheduler.sim.types import SimJobSpec
 from scheduler.sim.variation import seeded_input
@@ -62,6 +62,7 @@ class SimWorld:
         self._runs: dict[str, JobRun] = {}
         self._targets: dict[str, int] = {}
         self._down: dict[str, int] = {}
+        self._skews: dict[str, Skew] = {}
         self._window = 0
         self._now = 0.0
         self._clock = Clock(start)
@@ -97,6 +98,12 @@ class SimWorld:
         self._targets[job] = executors
         if job in self._runs:
             self._cluster.set_count(self._runs[job].pool, executors, self._now)
+
+    def replace_executors(self, job: str, executor_ids: Sequence[str]) -> list[str]:
+        """Kill the named executors of ``job``; a new one starts for each (the ids replaced)."""
+        if job not in self._runs:
+            return []
+        return self._cluster.replace(self._runs[job].pool, executor_ids, self._now)
 
     def cluster(self) -> ClusterView:
         key = (self._cluster.version, self._window, self._now)
@@ -170,6 +177,15 @@ class SimWorld:
             cluster.restore_nodes(back, t)
         for name, factor in change.slowdown:
             cluster.set_slowdown([name], factor)
+        for job, factor in change.slow_executor:
+            if job in self._runs:
+                cluster.slow_executor(self._runs[job].pool, factor, t)
+        for job, stage, factor in change.skew:
+            self._skews[job] = _with_skew(
+                self._skews.get(job, ()), self._models[job], stage, factor
+            )
+            if job in self._runs:
+                self._runs[job].skew = self._skews[job]
 
     def _arrive(self, job: JobScenario) -> None:
         at = self._due(job.arrives_at_s)
@@ -178,9 +194,17 @@ class SimWorld:
         rng = random.Random(f"{self.seed}:{job.name}")
         model, schedule = self._models[job.name], self._schedules[job.name]
         run = JobRun(model, schedule, pool, rng, at, self._clock)
+        run.skew = self._skews.get(job.name, ())
+        run.task_figures = self.scenario.task_figures
         self._runs[job.name] = run
         if job.name in self._targets:
             self._cluster.set_count(pool, self._targets[job.name], at)
+
+
+def _with_skew(skew: Skew, model: JobConstants, stage: str, factor: float) -> Skew:
+    index = model.stage_names.index(stage)
+    kept = tuple((i, k) for i, k in skew if i != index)
+    return tuple(sorted((*kept, (index, factor)))) if factor != 1.0 else kept
 
 
 def build_world(scenario: Scenario, seed: int, start: datetime = DEFAULT_START) -> SimWorld:

@@ -26,6 +26,8 @@ class FakeScheduler:
         self.refuse: set[str] = set()
         """Window ends a batch answer refuses."""
         self.tokens: set[str] = set()
+        self.replace: list[str] = []
+        """Executors every answer asks the agent to replace."""
         self._port = port
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -64,6 +66,7 @@ class FakeScheduler:
                     reply: dict[str, Any] = {
                         "target_executors": fake.target,
                         "round": len(fake.reports),
+                        "replace_executors": list(fake.replace),
                     }
                     if batch:
                         reply["results"] = [fake.result(r) for r in body["reports"]]

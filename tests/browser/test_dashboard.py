@@ -27,6 +27,8 @@ from tests.browser.conftest import (
     sign_in,
     wait_ready,
 )
+from tests.integration.test_api import report_body
+from tests.integration.test_job_diagnosis import SLOW as SLOW_EXECUTOR
 
 CHART = """(id) => {
     const entry = window.__hengeCharts[id];
@@ -286,6 +288,45 @@ def test_a_job_page_shows_its_options_or_why_it_has_none(page: Any, dashboard: D
     reason = api_get(dashboard, f"/v1/jobs/{other.id}/options")["reason"]
     assert page.text_content("#job-options-model") == f"no options: {reason}"
     assert not page.is_visible("#job-options")
+    assert page.console_errors == []
+
+
+def test_a_job_page_tells_its_diagnosis_and_its_latest_task_figures(
+    page: Any, dashboard: Dashboard
+) -> None:
+    slow_job, other = dashboard.seeded.jobs[0], dashboard.seeded.jobs[1]
+    history = api_get(dashboard, f"/v1/jobs/{slow_job.id}/history", limit=1)["points"]
+    end = datetime.fromisoformat(history[-1]["window_end"]) + timedelta(seconds=60)
+    with httpx.Client(base_url=dashboard.url, timeout=30) as http:
+        for k in range(4, 0, -1):
+            body = report_body(end - timedelta(seconds=10 * k), executor_tasks=SLOW_EXECUTOR)
+            answer = http.post(
+                f"/v1/jobs/{slow_job.id}/reports",
+                json=body,
+                headers={"Authorization": f"Bearer {slow_job.agent_token}"},
+            )
+            assert answer.status_code == 200, answer.text
+    found = api_get(dashboard, f"/v1/jobs/{slow_job.id}/diagnosis")
+    assert found["finding"] == "slow_executor", found
+    sign_in(page, dashboard.admin_token, f"/ui/login?next=/ui/jobs/{slow_job.id}")
+    wait_ready(page)
+    assert page.text_content("#job-diagnosis-finding") == found["reason"]
+    assert found["reason"].startswith("slow executor 2 on node-b")
+    note = "acted on" if found["acted_on"] else "not acted on"
+    assert page.text_content("#job-diagnosis-note") == f"{note}: {found['note']}"
+    assert _column(page, "job-diagnosis-executors", 0) == ["2", "3", "1", "4"]
+    assert _column(page, "job-diagnosis-executors", 1)[0] == "node-b"
+    assert _column(page, "job-diagnosis-executors", 3)[0] == "400"
+    assert _column(page, "job-diagnosis-stages", 0) == ["aggregate"]
+    screenshot(page, "job-diagnosis")
+
+    # A job whose reports carry no task figures: the note, and no tables.
+    with page.expect_navigation():
+        page.goto(f"/ui/jobs/{other.id}")
+    wait_ready(page)
+    assert page.text_content("#job-diagnosis-finding") == "no finding"
+    assert not page.is_visible("#job-diagnosis-executors")
+    assert not page.is_visible("#job-diagnosis-stages")
     assert page.console_errors == []
 
 

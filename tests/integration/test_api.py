@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session
 
+from scheduler.core.report import report_from_document
 from scheduler.registry import repository as repo
 from scheduler.registry.tables import Action, Allocation, Job, MetricWindow, Round, Tenant
 from scheduler.round.store import ActionRecord, AllocationRecord, RoundRecord
@@ -56,6 +57,20 @@ def report_body(start: datetime = T0, seconds: int = 10, **overrides: Any) -> di
         ],
         "latency_ms": {"mean": 1200, "p95": 1800, "p99": 2100},
         "edges": [{"parent": "src", "child": "filter", "sent": 20000, "executed": 19000}],
+        "executor_tasks": [
+            {"id": "1", "host": "node-a", "tasks": 40, "task_ms": 11000, "rows": 9000},
+            {"id": "2", "tasks": 35, "task_ms": 12000},
+        ],
+        "stages": [
+            {
+                "name": "aggregate",
+                "runs": 2,
+                "tasks": 8,
+                "median_task_ms": 120,
+                "max_task_ms": 480,
+                "largest_partition_share": 0.4,
+            }
+        ],
     }
     body.update(overrides)
     return body
@@ -311,9 +326,20 @@ def test_report_is_stored_and_answered_with_the_target(
 ):
     response = post_report(api, agent_job, report_body())
     assert response.status_code == 200, response.text
-    assert response.json() == {"target_executors": 0, "round": 0, "duplicate": False}
+    assert response.json() == {
+        "target_executors": 0,
+        "round": 0,
+        "duplicate": False,
+        "replace_executors": [],
+    }
     stored = db_session.scalars(select(MetricWindow)).one()
     assert stored.executors == 4 and stored.report["busy_core_ms"] == 23000
+    decoded = report_from_document(stored.report)
+    assert [(e.id, e.host, e.mean_task_ms) for e in decoded.executor_tasks] == [
+        ("1", "node-a", 275.0),
+        ("2", None, pytest.approx(342.857, rel=1e-4)),
+    ]
+    assert decoded.stages[0].largest_partition_share == 0.4 and decoded.stages[0].runs == 2
 
 
 def test_duplicate_window_is_idempotent(
@@ -418,6 +444,7 @@ def test_every_numeric_report_field_is_covered() -> None:
     assert leaves >= {
         "executors", "cores_per_executor", "busy_core_ms", "max_parallelism", "arrived_rows",
         "processed_rows", "backlog_rows", "rows", "mean", "p95", "p99", "sent", "executed",
+        "tasks", "task_ms", "median_task_ms", "max_task_ms", "runs", "largest_partition_share",
     }  # fmt: skip
 
 

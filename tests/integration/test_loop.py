@@ -3,7 +3,7 @@ restarted loop carries on from the stored state."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -102,14 +102,16 @@ def run_rounds(
     clock: FixedClock,
     jobs: dict[str, dict[str, Any]],
     count: int,
+    body: Callable[[str, datetime, int], dict[str, Any]] = report,
 ) -> None:
+    """``count`` rounds, each after a report of every job (``body`` makes it)."""
     for _ in range(count):
         clock.now += timedelta(seconds=ROUND_S)
         for name, job in jobs.items():
             target = api.get(f"/v1/jobs/{job['id']}", headers=ADMIN).json()["executors"]["target"]
             response = api.post(
                 f"/v1/jobs/{job['id']}/reports",
-                json=report(name, clock.now, target),
+                json=body(name, clock.now, target),
                 headers=bearer(job["agent_token"]),
             )
             assert response.status_code == 200, response.text
@@ -228,3 +230,50 @@ def test_an_agent_clock_five_minutes_off_is_read_on_its_own_clock_and_judged_fre
             select(Allocation).where(Allocation.round_id == last.id))}  # fmt: skip
     # The two juice jobs keep up: they earn their priority, measured whatever the skew.
     assert seen[jobs["steady"]["id"]] == 20 and seen[jobs["small"]["id"]] == 10
+
+
+def test_a_slow_executor_found_by_henge_is_asked_of_the_agent_in_its_answers(
+    api: TestClient, engine: Engine, clock: FixedClock
+):
+    loop = SchedulerLoop(
+        SqlRoundStore(make_session_factory(engine)),
+        StaticCluster(1, 16, 65536),
+        AgentRealizer(),
+        CoreSettings(policy="henge", policy_params={"diagnose": True}),
+        clock,
+    )
+    jobs = register(api)
+    slow = jobs["slow"]
+
+    def with_tasks(name: str, end: datetime, executors: int) -> dict[str, Any]:
+        body = report(name, end, executors)
+        ids = [str(i) for i in range(1, max(executors, 1) + 1)]
+        # executor 2 of "slow" runs its tasks four times as long as its peer
+        mean = {"2": 400.0} if name == "slow" else {}
+        body["executor_tasks"] = [
+            {"id": i, "host": f"node-{i}", "tasks": 10, "task_ms": 10 * mean.get(i, 100.0)}
+            for i in ids
+        ]
+        return body
+
+    run_rounds(api, loop, clock, jobs, 6, with_tasks)
+
+    with make_session_factory(engine)() as session:
+        replaced = session.scalars(select(Action).where(Action.kind == "replace")).all()
+        assert [(a.job_id, a.from_executors, a.to_executors) for a in replaced] == [
+            (slow["id"], 2, 2)
+        ]
+        assert replaced[0].reason.startswith("executor(s) 2 replaced: slow executor 2 on node-2")
+        row = session.get(Job, slow["id"])
+        assert row is not None and row.replace_executors == ["2"]
+        asked_at = row.replace_requested_at
+        assert asked_at is not None and row.target_executors == 2
+    # its agent's answers name the executor from the round that asked, for a window's time
+    clock.now = asked_at + timedelta(seconds=10)
+    body = with_tasks("slow", clock.now, 2)
+    ack = api.post(f"/v1/jobs/{slow['id']}/reports", json=body, headers=bearer(slow["agent_token"]))
+    assert ack.json()["replace_executors"] == ["2"]
+    clock.now = asked_at + timedelta(seconds=70)
+    body = with_tasks("slow", clock.now, 2)
+    ack = api.post(f"/v1/jobs/{slow['id']}/reports", json=body, headers=bearer(slow["agent_token"]))
+    assert ack.json()["replace_executors"] == []

@@ -48,6 +48,9 @@ def test_upgrade_downgrade_upgrade_leaves_a_current_schema(empty_url: str):
         assert migrate.schema_is_current(engine)
         # The last revisions go down and up again one at a time too.
         migrate.downgrade(empty_url, "-1")
+        columns = {c["name"] for c in inspect(engine).get_columns("jobs")}
+        assert "replace_executors" not in columns and "replace_requested_at" not in columns
+        migrate.downgrade(empty_url, "-1")
         assert "input_forecasts" not in inspect(engine).get_table_names()
         assert "input_hours" in inspect(engine).get_table_names()
         migrate.downgrade(empty_url, "-1")

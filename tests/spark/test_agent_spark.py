@@ -72,6 +72,33 @@ def test_agent_reports_resizes_and_rides_out_failures(
         sources = [s for b in bodies for s in b.sources]
         assert sources and all(s.backlog_rows is not None for s in sources)
         assert any(s.processed_rows > 0 for s in sources)
+        # Task figures: each executor's finished tasks and their run time, on its node; each
+        # stage's median and longest task and its largest partition's share of the records.
+        tasks = [e for b in bodies for e in b.executor_tasks or []]
+        assert tasks and all(e.tasks > 0 and e.task_ms >= 0 and e.host for e in tasks)
+        assert {e.id for e in tasks} <= {str(i) for i in range(20)}
+        stages = [s for b in bodies for s in b.stages or []]
+        assert stages and all(0 < s.median_task_ms <= s.max_task_ms for s in stages)
+        assert any(s.tasks == 4 and s.largest_partition_share is not None for s in stages)
+
+        # The scheduler names an executor to replace: the agent stops it once and Spark starts
+        # another, the job's count unchanged.
+        old = spark_cluster.executor_pids(app.name)
+        fake.replace = [str(max(int(e.id) for e in tasks[-2:]))]
+        replaced = wait_for(
+            "the named executor replaced by a new one",
+            lambda: (
+                (s := app.status())["agent"]["executors_replaced"] == 1
+                and s["executors"] == 2
+                and len(pids := spark_cluster.executor_pids(app.name)) == 2
+                and set(pids) != set(old)
+                and s
+            ),
+            120,
+            (app,),
+        )
+        assert replaced["agent"]["executors_lost"] == 0
+        fake.replace = []
 
         # The scheduler goes away: the job keeps running on the executors it has.
         fake.stop()

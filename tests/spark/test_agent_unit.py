@@ -22,6 +22,8 @@ from henge_agent import AgentRefused, check_application
 from henge_agent.agent import iso
 from henge_agent.estimator import Batch, latency_ms
 from henge_agent.progress import ProgressBook, row_backlog, source_name
+from henge_agent.settings import settings_from
+from henge_agent.spark_control import StageRun
 from scheduler.api.schemas import ReportIn
 from scheduler.core.latency import estimate_latency_ms
 from scheduler.core.report import BatchReport
@@ -401,3 +403,92 @@ def test_an_executor_lost_without_the_agent_is_counted_and_asked_for_again() -> 
     agent.apply_target(2)
     assert agent.stats.executors_lost == 1 and len(spark.killed) == 1
     assert spark.requested == [3, 3, 2]
+
+
+def test_a_report_carries_each_executors_tasks_and_each_stages_figures() -> None:
+    fake = FakeScheduler(target=2).start()
+    try:
+        spark = FakeSpark()
+        spark.add("1", task_ms=1000, done=10, host="10.0.0.5")
+        spark.add("2", task_ms=1000, done=10)
+        agent, _ = make_agent(spark, fake.url)
+        agent._baseline()
+        spark.add("1", task_ms=3000, done=30, host="10.0.0.5")  # 20 tasks of 100 ms
+        spark.add("2", task_ms=3000, done=15)  # 5 tasks of 400 ms
+        spark.stages = [
+            StageRun(4, "start at app.py:9", 8, 100.0, 110.0, 0.125),
+            StageRun(5, "start at app.py:9", 8, 120.0, 900.0, 0.75),
+            StageRun(6, "start at app.py:9", 200, 10.0, 12.0, None),
+        ]
+        agent.tick(now=datetime(2026, 11, 22, 12, 0, 10, tzinfo=UTC).timestamp())
+        spark.stages.append(StageRun(7, "start at app.py:9", 8, 100.0, 100.0, 0.125))
+        agent.tick(now=datetime(2026, 11, 22, 12, 0, 20, tzinfo=UTC).timestamp())
+    finally:
+        fake.stop()
+    first, second = fake.reports
+    assert first["executor_tasks"] == [
+        {"id": "1", "tasks": 20, "task_ms": 2000.0, "running": 0, "host": "10.0.0.5"},
+        {"id": "2", "tasks": 5, "task_ms": 2000.0, "running": 0},
+    ]
+    assert first["stages"] == [
+        {"name": "start at app.py:9 (200 tasks)", "runs": 1, "tasks": 200,
+         "median_task_ms": 10.0, "max_task_ms": 12.0},
+        {"name": "start at app.py:9 (8 tasks)", "runs": 2, "tasks": 8, "median_task_ms": 110.0,
+         "max_task_ms": 505.0, "largest_partition_share": 0.4375},
+    ]  # fmt: skip
+    ReportIn.model_validate(first)  # (the scheduler takes it)
+    assert "executor_tasks" not in second  # no task finished since
+    assert [s["runs"] for s in second["stages"]] == [1]  # only the stage finished since
+
+
+def test_task_figures_can_be_turned_off() -> None:
+    fake = FakeScheduler(target=1).start()
+    try:
+        spark = FakeSpark()
+        spark.add("1", done=0)
+        agent, _ = make_agent(spark, fake.url, task_figures=False)
+        agent._baseline()
+        spark.add("1", task_ms=500, done=5)
+        spark.stages = [StageRun(1, "s", 2, 1.0, 1.0, 0.5)]
+        agent.tick(now=datetime(2026, 11, 22, 12, 0, 10, tzinfo=UTC).timestamp())
+    finally:
+        fake.stop()
+    (body,) = fake.reports
+    assert "executor_tasks" not in body and "stages" not in body
+    conf = {"spark.henge.url": "http://h:8080", "spark.henge.jobId": "j"}
+    environ = {"HENGE_AGENT_TOKEN": "hga_secret"}
+    assert (
+        settings_from({**conf, "spark.henge.taskFigures": "false"}, environ).task_figures is False
+    )
+    assert settings_from(conf, environ).task_figures is True
+
+
+def test_executors_the_scheduler_finds_slow_are_stopped_once_and_the_total_asked_again() -> None:
+    fake = FakeScheduler(target=3).start()
+    try:
+        spark = FakeSpark()
+        for i in ("1", "2", "3"):
+            spark.add(i)
+        agent, _ = make_agent(spark, fake.url)
+        agent.tick(now=datetime(2026, 11, 22, 12, 0, 10, tzinfo=UTC).timestamp())
+        assert spark.killed == [] and agent.applied == 3
+
+        fake.replace = ["2", "9"]  # 9: not (or no longer) running
+        agent.tick(now=datetime(2026, 11, 22, 12, 0, 20, tzinfo=UTC).timestamp())
+        assert spark.killed == [["2"]]
+        assert spark.requested[-1] == 3 and len(spark.live_executor_ids()) == 3
+        assert agent.stats.executors_replaced == 1 and agent.stats.executors_lost == 0
+
+        # the answers go on naming them for a while: each is stopped once
+        agent.tick(now=datetime(2026, 11, 22, 12, 0, 30, tzinfo=UTC).timestamp())
+        assert spark.killed == [["2"]] and agent.stats.executors_replaced == 1
+    finally:
+        fake.stop()
+
+
+def test_a_report_only_agent_replaces_nothing() -> None:
+    spark = FakeSpark()
+    spark.add("1")
+    agent, _ = make_agent(spark, "http://127.0.0.1:9", resize=False)
+    agent.apply_target(1)
+    assert agent.replace(["1"]) == [] and spark.killed == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from scheduler.api import auth
 from scheduler.api.deps import get_session
 from scheduler.api.errors import from_registry_error, from_slo_error
 from scheduler.api.schemas import (
+    ExecutorLookOut,
     ExecutorsIn,
     ExecutorsOut,
     HistoryPoint,
@@ -20,6 +22,7 @@ from scheduler.api.schemas import (
     JobActionOut,
     JobCreate,
     JobCreated,
+    JobDiagnosisOut,
     JobForecastOut,
     JobHistory,
     JobInput,
@@ -30,6 +33,7 @@ from scheduler.api.schemas import (
     OutcomeOut,
     PeakOut,
     SLOIn,
+    StageLookOut,
 )
 from scheduler.api.timeparams import ACTIONS, MINUTES, WINDOWS, TimeRange
 from scheduler.core.slo import SLOError, slo_from_mapping, validate_slo
@@ -281,6 +285,38 @@ def job_options(
             )
             for o in found.options
         ],
+    )
+
+
+@router.get("/{job_id}/diagnosis", response_model=JobDiagnosisOut)
+def job_diagnosis(
+    job_id: str,
+    request: Request,
+    session: Session = Depends(get_session),
+    who: auth.Principal = Depends(auth.require_reader),
+) -> JobDiagnosisOut:
+    """Why the job runs as it does, from its agent's task figures: a slow executor (named, with
+    its node), a skewed stage (named, with how uneven, and whether more executors can help), or
+    neither; and what the scheduler does about it."""
+    job = _visible(session, job_id, who)
+    found = plans.diagnosis_of(session, job, request.app.state.settings, request.app.state.clock())
+    d = found.diagnosis
+    cores = job.executor_cores
+    useful = d.useful_cores if d is not None else None
+    return JobDiagnosisOut(
+        job_id=found.job_id,
+        finding=d.finding.value if d is not None else None,
+        reason=d.reason if d is not None else None,
+        acted_on=found.acted_on,
+        note=found.note,
+        slow_executors=list(d.executors) if d is not None else [],
+        hosts=list(d.hosts) if d is not None else [],
+        stage=d.stage if d is not None else None,
+        factor=d.factor if d is not None else None,
+        useful_executors=math.ceil(useful / cores - 1e-9) if useful is not None else None,
+        windows=found.windows,
+        executors=[ExecutorLookOut(**dataclasses.asdict(e)) for e in found.executors],
+        stages=[StageLookOut(**dataclasses.asdict(s)) for s in found.stages],
     )
 
 

@@ -51,7 +51,10 @@ def post_report(
     round_number = request.app.state.round_cache.get(session)
     _count_acknowledged(request, [result])
     return ReportAck(
-        target_executors=target, round=round_number, duplicate=result.status == "duplicate"
+        target_executors=target,
+        round=round_number,
+        duplicate=result.status == "duplicate",
+        replace_executors=_replacing(request, job),
     )
 
 
@@ -74,7 +77,22 @@ def post_report_batch(
     target = job.target_executors
     round_number = request.app.state.round_cache.get(session)
     _count_acknowledged(request, results)
-    return ReportBatchAck(target_executors=target, round=round_number, results=results)
+    return ReportBatchAck(
+        target_executors=target,
+        round=round_number,
+        results=results,
+        replace_executors=_replacing(request, job),
+    )
+
+
+def _replacing(request: Request, job: repo.AgentJob) -> list[str]:
+    """The executors the last replacement asked for, while it is recent (a window's time: the
+    agent reports several times in it, and stops each executor once)."""
+    asked = job.replace_requested_at
+    if not job.replace_executors or asked is None:
+        return []
+    age = (request.app.state.clock() - asked).total_seconds()
+    return list(job.replace_executors) if age <= request.app.state.settings.window_s else []
 
 
 def _validated(

@@ -69,4 +69,5 @@ export const ACTION_COLORS = {
   reconfigure: '#1565c0',
   reduce: '#ef6c00',
   revert: '#c62828',
+  replace: '#6d4c41',
 };

@@ -72,6 +72,34 @@ function showOptions(options) {
     el('td', { text: marks(o.executors) }))));
 }
 
+// Why the job runs as it does (GET /v1/jobs/{id}/diagnosis): the finding, what the scheduler
+// does about it, and the latest window's executors (slowest first) and stages (most uneven).
+function showDiagnosis(found) {
+  // (each reason names its finding but the last: "slow executor 2 on …", "skew in stage …")
+  const text = found.finding === null ? 'no finding'
+    : found.finding === 'under_provisioned' ? `under-provisioned: ${found.reason}` : found.reason;
+  setText('job-diagnosis-finding', text);
+  setText('job-diagnosis-note', `${found.acted_on ? 'acted on' : 'not acted on'}: ${found.note}`);
+  const executors = document.getElementById('job-diagnosis-executors');
+  executors.hidden = found.executors.length === 0;
+  executors.querySelector('tbody').replaceChildren(...found.executors.map((e) => el('tr', { 'data-executor': e.id },
+    el('td', { text: e.id }),
+    el('td', { text: e.host ?? '–' }),
+    el('td', { class: 'num', text: num(e.tasks, 0) }),
+    el('td', { class: 'num', text: e.mean_task_ms === null ? '–' : num(e.mean_task_ms, 0) }),
+    el('td', { class: 'num', text: e.slowness === null ? '–' : num(e.slowness, 2) }))));
+  const stages = document.getElementById('job-diagnosis-stages');
+  stages.hidden = found.stages.length === 0;
+  stages.querySelector('tbody').replaceChildren(...found.stages.map((s) => el('tr', { 'data-stage': s.name },
+    el('td', { text: s.name }),
+    el('td', { class: 'num', text: num(s.tasks, 0) }),
+    el('td', { class: 'num', text: num(s.median_task_ms, 0) }),
+    el('td', { class: 'num', text: num(s.max_task_ms, 0) }),
+    el('td', { class: 'num', text: s.largest_partition_share === null ? '–' : num(s.largest_partition_share, 3) }),
+    el('td', { class: 'num', text: num(s.unevenness, 1) }),
+    el('td', { text: s.bounds_stage ? 'yes' : 'no' }))));
+}
+
 // The measured input per minute, then the forecast's mean and its upper quantile as a band.
 function inputSeries(minutes, forecast) {
   const measured = { label: 'input', points: minutes.map((m) => ({ x: Date.parse(m.minute), y: m.arrived_rate })), color: '#00838f', width: 2 };
@@ -105,12 +133,13 @@ async function load() {
   const range = currentRange();
   const anchor = job.last_report_at ? Date.parse(job.last_report_at) : null;
   const params = apiRange(range, anchor);
-  const [history, actions, input, forecast, options] = await Promise.all([
+  const [history, actions, input, forecast, options, diagnosis] = await Promise.all([
     getJSON(`${base}/history`, params),
     getJSON(`${base}/actions`, params),
     getJSON(`${base}/input`, params),
     forecastOf(),
     getJSON(`${base}/options`),
+    getJSON(`${base}/diagnosis`),
   ]);
   const points = history.points.map((p) => ({ ...p, t: Date.parse(p.window_end) }));
   const markers = actions
@@ -145,6 +174,7 @@ async function load() {
   showJob(job);
   showForecast(forecast);
   showOptions(options);
+  showDiagnosis(diagnosis);
   showActions(actions);
 }
 

@@ -63,6 +63,7 @@ def summary(
             "reconfigure": reconfigure,
             "reduce": reduce,
             "revert": revert,
+            "replace": 0,
             "total": reconfigure + reduce + revert,
             "admit": 0,
         },
@@ -105,7 +106,7 @@ def test_table_cells() -> None:
     (row,) = table_rows(text)
     assert row == [
         "s", "henge", "1", "0.900", "n/a", "0.900", "0.500", "0.900", "1.000", "never",
-        "4", "2", "1", "7", "1.23", "n/a", "n/a",
+        "4", "2", "1", "0", "7", "1.23", "n/a", "n/a",
     ]  # fmt: skip
 
 
@@ -124,7 +125,7 @@ def test_runs_of_several_seeds_are_averaged() -> None:
                                                 actions=(4, 1, 0))]))  # fmt: skip
     assert row[2] == "1,2"
     assert row[9] == "100 (1/2)"
-    assert row[13] == "4.5"
+    assert row[14] == "4.5"
 
 
 def test_compare_henge_names_the_winner_of_each_measure() -> None:
@@ -165,18 +166,18 @@ def test_two_seeds_show_the_mean_and_the_worst_fraction() -> None:
     assert row[3] == "0.700 (0.600)"  # mean (worst)
     assert row[4] == "0.925 (0.900)"
     assert row[5] == "0.700"  # the others: means only
-    assert row[15] == "200"  # recovery: the mean over seeds
+    assert row[16] == "200"  # recovery: the mean over seeds
 
 
 def test_recovery_is_the_longest_per_run_and_never_when_an_event_was_not_recovered() -> None:
     recovered = summary("s", "henge", seed=1, events=[(100.0, {}), (400.0, {})])
     stuck = summary("s", "henge", seed=2, events=[(50.0, {}), (None, {})])
     (row,) = table_rows(markdown_table([recovered, stuck]))
-    assert row[15] == "400 (1/2)"
+    assert row[16] == "400 (1/2)"
     (row,) = table_rows(markdown_table([stuck]))
-    assert row[15] == "never"
+    assert row[16] == "never"
     (row,) = table_rows(markdown_table([summary("s", "henge", events=[])]))
-    assert row[15] == "n/a"  # no events: nothing to recover from
+    assert row[16] == "n/a"  # no events: nothing to recover from
 
 
 def test_tier_table_has_satisfaction_mean_worst_and_recovery_per_tier() -> None:

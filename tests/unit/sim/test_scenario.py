@@ -43,6 +43,9 @@ BEYOND_THE_PAPER = {
     "tiers-diurnal-history",
     "tiers-diurnal-break",
     "nasa-week",
+    "tiers-slow-executor",
+    "tiers-slow-node",
+    "tiers-skew",
 }
 
 

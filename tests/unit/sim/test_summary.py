@@ -88,6 +88,7 @@ ACTIONS = (
     action(25, "reduce", "A"),
     action(26, "revert", "B"),
     action(27, "mystery", "A"),
+    action(28, "replace", "B"),
 )
 
 
@@ -145,7 +146,8 @@ def test_actions_count_the_scheduler_part_only(summary: dict) -> None:
         "reconfigure": 2,
         "reduce": 1,
         "revert": 1,
-        "total": 4,
+        "replace": 1,
+        "total": 5,
         "admit": 1,
         "other": 1,
     }
@@ -153,12 +155,12 @@ def test_actions_count_the_scheduler_part_only(summary: dict) -> None:
 
 def test_per_job_numbers(summary: dict) -> None:
     # B: utility/priority 0, 0.5, 1 for 10, 20, 10 s → (0 + 10 + 10) / 40 = 0.5;
-    # its actions: reconfigure twice and a revert (the admission is not counted).
+    # its actions: reconfigure twice, a revert and a replacement (the admission is not counted).
     # C never appeared: nothing to average, no executors.
     assert summary["jobs"] == [
         {"name": "A", "priority": 10.0, "mean_utility_fraction": 1.0, "actions": 1,
          "final_executors": 2},
-        {"name": "B", "priority": 20.0, "mean_utility_fraction": 0.5, "actions": 3,
+        {"name": "B", "priority": 20.0, "mean_utility_fraction": 0.5, "actions": 4,
          "final_executors": 4},
         {"name": "C", "priority": 5.0, "mean_utility_fraction": None, "actions": 0,
          "final_executors": None},

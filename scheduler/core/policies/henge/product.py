@@ -66,6 +66,7 @@ from typing import Any, ClassVar
 from scheduler.core.admission import AdmissionRule
 from scheduler.core.bounds import upper_bound
 from scheduler.core.cluster import room_for
+from scheduler.core.diagnosis import Diagnosis
 from scheduler.core.model import (
     ActionKind,
     Change,
@@ -76,7 +77,7 @@ from scheduler.core.model import (
     Snapshot,
 )
 from scheduler.core.policies.henge import costs as change_costs
-from scheduler.core.policies.henge import product_state
+from scheduler.core.policies.henge import product_state, remedies
 from scheduler.core.policies.henge.allocate import (
     Offer,
     Step,
@@ -200,6 +201,8 @@ class ProductRound:
         """Intervals of the curve of a job giving way this round."""
         self._waiting: set[str] = set()
         """Jobs planned with the executors they run, the others waiting for room."""
+        self._found: dict[str, Diagnosis] = {}
+        """This round's diagnosis of each job missing its SLO (``diagnose``)."""
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -231,6 +234,8 @@ class ProductRound:
 
     def run(self) -> Plan:
         self.housekeeping()
+        if self.s.diagnose:
+            self.diagnose()
         move = self.state.last_move
         if move is not None and not move.judged:
             waiting = self.quiescing(move)
@@ -239,6 +244,10 @@ class ProductRound:
             judged = self.judge(move)
             if judged is not None:
                 return judged
+        if self._found:
+            replaced = self.replace_slow()
+            if replaced is not None:
+                return replaced
         planned = self.plan_move()
         if planned is not None:
             return planned
@@ -311,6 +320,45 @@ class ProductRound:
                 if cost is not None:
                     costs[job.job_id] = self.follow(job, cost)
             self.update(costs=keep_frozen(snap, st.costs, costs))
+
+    def diagnose(self) -> None:
+        self._found = remedies.diagnoses(self.jobs, self.s)
+        hosts = remedies.hosts_slow_for_several(self._found)
+        if hosts:
+            self.notes.append(f"slow executors of several jobs on {', '.join(hosts)}")
+
+    def replace_slow(self) -> Plan | None:
+        """Replace the slow executors of the jobs diagnosed with them, if any."""
+        done = remedies.replace_slow(
+            self.jobs, self._found, self.state.replaced, self.snapshot.cluster, self.now_s, self.s
+        )
+        self.update(replaced=done.replaced)
+        self.notes.extend(done.notes)
+        found = done.replacements
+        if not found:
+            return None
+        names = ", ".join(f"{self.by_id[r.job_id].name} ({r.reason})" for r in found)
+        return Plan(
+            ActionKind.REPLACE,
+            "; ".join([*self.notes, f"replace: {names}"]),
+            self.state.cluster_state,
+            job_id=found[0].job_id if len(found) == 1 else None,
+            total_utility=self.total,
+            max_utility=self.maximum,
+            replacements=tuple(found),
+        )
+
+    def growth_top(self, job: JobView) -> int:
+        """The most executors ``job`` may have: its upper bound, or less (with a note) when a
+        diagnosis says more would not help it (``diagnose``)."""
+        top = upper_bound(job)
+        if not self.s.diagnose or job.executors >= top or job.job_id in self.state.blacklist:
+            return top
+        cap = remedies.growth_cap(job, self._found, self.state.replaced, self.now_s, self.s)
+        if cap is None or cap[0] >= top:
+            return top
+        self.notes.append(cap[1])
+        return cap[0]
 
     def scored(self) -> dict[str, tuple[float, float]]:
         """Each job's forecast errors with its input now: the moving averages of how far the
@@ -797,7 +845,7 @@ class ProductRound:
         # before the next move could help). A backlog is transient, so it only raises the
         # target a growing job is sized for (below), never what its executors are worth.
         rate = self.ready_rate(job)
-        top = upper_bound(job)
+        top = self.growth_top(job)
         held = job.executors
         can_grow = held < top and job.job_id not in self.state.blacklist
         rho = max_utilisation(model, job) if model is not None else 0.0

@@ -129,6 +129,21 @@ class ProductSettings:
     average with ``model_alpha``) are both below those of the seasonal-naive forecast;
     otherwise the reactive rules run unchanged. Off: forecasts are ignored."""
 
+    diagnose: bool = False
+    """Before growing a job that misses its SLO, ask why from its tasks (Dhalion): a slow
+    executor is replaced instead of the job grown; a skewed stage holds the job's growth (more
+    executors will not shorten its longest task) until the skew goes. Needs the agent's task
+    figures; a job without them is sized as before. Off: every miss is met with growth."""
+    slow_executor_factor: float = 1.5
+    """With ``diagnose``: an executor is slow when its mean task time is at least this many
+    times the median of its job's other executors' (Spark's speculation multiplier)."""
+    skew_factor: float = 5.0
+    """With ``diagnose``: a stage is skewed when its largest partition holds at least this many
+    times its even share of the rows (Spark's adaptive execution's skewed-partition factor) and
+    its longest task outlasts the stage's work spread over the job's cores."""
+    diagnosis_windows: int = 3
+    """With ``diagnose``: a finding must hold in each of this many latest report windows."""
+
     def __post_init__(self) -> None:
         require(self.quiesce_s >= 0, "quiesce_s must be >= 0")
         require(0 <= self.min_gain <= 1, "min_gain must be in [0, 1]")
@@ -147,3 +162,6 @@ class ProductSettings:
         require(self.model_max_error >= 0, "model_max_error must be >= 0")
         require(0 <= self.priority_epsilon < 0.01, "priority_epsilon must be in [0, 0.01)")
         require(self.backlog_debt >= 0, "backlog_debt must be >= 0")
+        require(self.slow_executor_factor > 1, "slow_executor_factor must be > 1")
+        require(self.skew_factor > 1, "skew_factor must be > 1")
+        require(self.diagnosis_windows >= 1, "diagnosis_windows must be >= 1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from scheduler.core.model import ClusterState
 from scheduler.core.policies.henge.costs import ChangeCost, costs_from_json, dump_cost
@@ -49,6 +49,20 @@ class Move:
     """When every moved job first reported its new executor count."""
 
 
+class Replaced(NamedTuple):
+    """A job's last replacement of slow executors."""
+
+    at: float
+    """When (epoch seconds)."""
+    hosts: tuple[str, ...]
+    """The nodes the slow executors ran on."""
+    executors: tuple[str, ...] = ()
+    """Every executor found slow then (replaced or left for want of room)."""
+    blocked_until: float | None = None
+    """Set when new executors came up slow on one of those nodes again: the node, not the
+    executors, is slow, and the job is not replaced again before this time."""
+
+
 @dataclass(frozen=True)
 class ProductState:
     cluster_state: ClusterState = ClusterState.NOT_CONVERGED
@@ -74,6 +88,8 @@ class ProductState:
     forecast_errors: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Per job: moving averages of the absolute error of its forecast's mean and of the
     seasonal-naive forecast against its measured input (``proactive`` only)."""
+    replaced: Mapping[str, Replaced] = field(default_factory=dict)
+    """Per job: its last replacement of slow executors, kept ``blacklist_ttl_s`` (``diagnose``)."""
     settle_count: int = 0
     best_fraction: float | None = None
     """In ``converged``: the best utility fraction since converging (the drop reference)."""
@@ -122,6 +138,10 @@ def dump(state: ProductState) -> JSONDict:
         "rises": {k: dump_rises(v) for k, v in sorted(state.rises.items())},
         "surplus_since": dict(sorted(state.surplus_since.items())),
         "short_since": dict(sorted(state.short_since.items())),
+        "replaced": {
+            k: [v.at, list(v.hosts), list(v.executors), v.blocked_until]
+            for k, v in sorted(state.replaced.items())
+        },
         "costs": {k: dump_cost(v) for k, v in sorted(state.costs.items())},
         "forecast_errors": {k: list(v) for k, v in sorted(state.forecast_errors.items())},
         "settle_count": state.settle_count,
@@ -167,6 +187,10 @@ def load(data: Mapping[str, Any]) -> ProductState:
         rises=rises_from_json(data.get("rises")),
         surplus_since={str(k): float(v) for k, v in (data.get("surplus_since") or {}).items()},
         short_since={str(k): float(v) for k, v in (data.get("short_since") or {}).items()},
+        replaced={
+            str(k): Replaced(float(v[0]), tuple(map(str, v[1])), tuple(map(str, v[2])), _opt(v[3]))
+            for k, v in (data.get("replaced") or {}).items()
+        },
         costs=costs_from_json(data.get("costs")),
         forecast_errors={
             str(k): (float(v[0]), float(v[1]))

@@ -1,0 +1,321 @@
+"""Why a job misses its SLO, from its tasks (Dhalion's diagnosers, DESIGN §8).
+
+More executors help a job whose every executor and partition is loaded alike. Two causes that
+more executors do not fix are told apart from that by the agent's per-executor and per-stage
+task figures of the latest report windows:
+
+- a *slow executor*: its tasks run at least ``slow_factor`` times longer, on average, than the
+  lower quartile of its job's other executors' (a quartile, not the median, so that a node
+  holding most of a job's executors can be found slow), in every one of the windows (a fault
+  of that executor or its node; the remedy is a new executor, not more);
+- *skew*: one partition of a stage holds at least ``skew_factor`` times its even share of the
+  stage's rows (where partitions' rows are not reported: the longest task runs that many times
+  the median), and that task outlasts the stage's work shared out over all the job's cores, so
+  that more cores cannot shorten the stage. The other stages may still gain from more cores:
+  the diagnosis gives the most cores that still shorten the batch's task time by at least
+  ``enough_gain`` (each stage lasting its longest task or its work over the cores, whichever
+  is longer);
+- *undecided*: the newest window shows a slow executor, a stalled one (running tasks but
+  finishing none while its peers finish several) or a skewed stage that the earlier ones do not
+  confirm yet (the remedy waits a window or two rather than grow on a guess);
+- otherwise *under-provisioned*: the remedy is more executors (today's path).
+
+Pure: the same windows and settings always give the same diagnosis.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from scheduler.core.report import ExecutorTasks, StageTasks, TaskWindow
+
+
+class Finding(StrEnum):
+    SLOW_EXECUTOR = "slow_executor"
+    SKEW = "skew"
+    UNDECIDED = "undecided"
+    UNDER_PROVISIONED = "under_provisioned"
+
+
+@dataclass(frozen=True)
+class DiagnosisSettings:
+    slow_factor: float = 1.5
+    """An executor is slow when its mean task time is at least this many times the lower
+    quartile of its job's other executors' (Spark's own test for a straggling task, the
+    speculation multiplier, is 1.5 times the median)."""
+    skew_factor: float = 5.0
+    """A stage is skewed when its largest partition holds at least this many times its even
+    share of the rows (Spark's adaptive execution calls a partition skewed at 5 times the
+    median)."""
+    windows: int = 3
+    """A finding must hold in each of this many latest report windows (at least 1)."""
+    enough_gain: float = 0.05
+    """Growth of a skewed job is worth it while it shortens its batches' task time by at least
+    this fraction of what the largest allocation would leave."""
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    finding: Finding
+    reason: str
+    executors: tuple[str, ...] = ()
+    """The slow executors' ids."""
+    hosts: tuple[str, ...] = ()
+    """The nodes the slow executors run on, where reported."""
+    stage: str | None = None
+    """The skewed stage."""
+    factor: float | None = None
+    """How much slower the slow executors are, or how uneven the stage (the least over the
+    windows)."""
+    useful_cores: int | None = None
+    """With skew: the most cores that still shorten the batches worth ``enough_gain``."""
+
+
+def diagnose(
+    windows: Sequence[TaskWindow], cores: int, top_cores: int, settings: DiagnosisSettings
+) -> Diagnosis:
+    """The diagnosis of a job running on ``cores`` cores, which may grow to ``top_cores``, from
+    its latest task ``windows`` (oldest first)."""
+    recent = list(windows[-settings.windows :])
+    if len(recent) == settings.windows:
+        slow = _slow_executors(recent, settings.slow_factor)
+        if slow is not None:
+            return slow
+        skew = _skewed_stage(recent, cores, settings.skew_factor)
+        if skew is not None:
+            useful = useful_cores(recent[-1].stages, cores, top_cores, settings.enough_gain)
+            return dataclasses.replace(skew, useful_cores=useful)
+    watching = _arising(recent, cores, settings)
+    if watching is not None:
+        return Diagnosis(Finding.UNDECIDED, f"watching {watching} (seen in the latest windows)")
+    if len(recent) < settings.windows:
+        return Diagnosis(
+            Finding.UNDER_PROVISIONED,
+            f"too few windows with task figures ({len(recent)} of {settings.windows})",
+        )
+    return Diagnosis(Finding.UNDER_PROVISIONED, "tasks are even across executors and partitions")
+
+
+def _arising(windows: Sequence[TaskWindow], cores: int, settings: DiagnosisSettings) -> str | None:
+    """A slow executor or skewed stage the newest window shows and every window since it first
+    appeared has shown (not one that comes and goes), described; ``None`` otherwise."""
+    if not windows:
+        return None
+    for finding in (Finding.SLOW_EXECUTOR, Finding.SKEW):
+        latest = _found_in(windows[-1:], finding, cores, settings)
+        if latest is None:
+            continue
+        seen = [_found_in([w], finding, cores, settings) is not None for w in windows]
+        first = seen.index(True)
+        if all(seen[first:]):
+            return latest.reason.split(":")[0]
+    stalled = _stalled(windows[-1].executors)
+    if stalled:
+        return f"executor {', '.join(stalled)}, running tasks but finishing none"
+    return None
+
+
+STALL_PEER_TASKS = 2
+"""An executor that finished no task while running some is stalled when a peer finished at
+least this many in the same window."""
+
+
+def _stalled(executors: Sequence[ExecutorTasks]) -> list[str]:
+    """Executors running tasks that finished none in a window where a peer finished several."""
+    if max((e.tasks for e in executors), default=0) < STALL_PEER_TASKS:
+        return []
+    return sorted(e.id for e in executors if e.tasks == 0 and (e.running or 0) > 0)
+
+
+def _found_in(
+    windows: Sequence[TaskWindow], finding: Finding, cores: int, settings: DiagnosisSettings
+) -> Diagnosis | None:
+    if finding is Finding.SLOW_EXECUTOR:
+        return _slow_executors(windows, settings.slow_factor)
+    return _skewed_stage(windows, cores, settings.skew_factor)
+
+
+def _slow_executors(windows: Sequence[TaskWindow], factor: float) -> Diagnosis | None:
+    found: dict[str, float] | None = None
+    for window in windows:
+        ratios = _slowness(window.executors)
+        slow = {e: r for e, r in ratios.items() if r >= factor}
+        if found is None:
+            found = slow
+        else:
+            found = {e: min(found[e], r) for e, r in slow.items() if e in found}
+        if not found:
+            return None
+    if not found:
+        return None
+    ids = tuple(sorted(found, key=lambda e: (-found[e], e)))
+    hosts = {e.id: e.host for e in windows[-1].executors if e.host}
+    on = tuple(dict.fromkeys(hosts[e] for e in ids if e in hosts))
+    least = min(found.values())
+    where = f" on {', '.join(on)}" if on else ""
+    return Diagnosis(
+        Finding.SLOW_EXECUTOR,
+        f"slow executor {', '.join(ids)}{where}: its tasks run {least:.1f}x the others' "
+        f"over {len(windows)} windows",
+        executors=ids,
+        hosts=on,
+        factor=least,
+    )
+
+
+def _slowness(executors: Sequence[ExecutorTasks]) -> dict[str, float]:
+    """Each executor's mean task time over the lower quartile of the others' (with two or more
+    executors that ran tasks)."""
+    means = {e.id: m for e in executors if (m := e.mean_task_ms) is not None and m > 0}
+    if len(means) < 2:
+        return {}
+    ordered = sorted(means.values())
+    out: dict[str, float] = {}
+    for executor_id, mean in means.items():
+        others = list(ordered)
+        others.remove(mean)
+        out[executor_id] = mean / others[(len(others) - 1) // 4]
+    return out
+
+
+def _skewed_stage(windows: Sequence[TaskWindow], cores: int, factor: float) -> Diagnosis | None:
+    found: dict[str, float] | None = None
+    for window in windows:
+        uneven = {
+            s.name: u
+            for s in window.stages
+            if (u := _unevenness(s)) >= factor and _bounds_stage(s, cores)
+        }
+        found = (
+            uneven
+            if found is None
+            else {n: min(found[n], u) for n, u in uneven.items() if n in found}
+        )
+        if not found:
+            return None
+    if not found:
+        return None
+    stage = max(found, key=lambda n: (found[n], n))
+    latest = next(s for s in windows[-1].stages if s.name == stage)
+    return Diagnosis(
+        Finding.SKEW,
+        f"skew in stage {stage}: its largest partition holds {found[stage]:.1f}x its even "
+        f"share; its longest task ({latest.max_task_ms:.0f} ms) outlasts the stage's work "
+        f"over {cores} cores, so more executors will not shorten it",
+        stage=stage,
+        factor=found[stage],
+    )
+
+
+def _unevenness(stage: StageTasks) -> float:
+    """The largest partition's rows over the even share, else the longest task over the
+    median."""
+    if stage.largest_partition_share is not None and stage.tasks > 0:
+        return stage.largest_partition_share * stage.tasks
+    if stage.median_task_ms > 0:
+        return stage.max_task_ms / stage.median_task_ms
+    return 0.0
+
+
+def _bounds_stage(stage: StageTasks, cores: int) -> bool:
+    """The longest task outlasts the stage's work (its other tasks taken at the median) spread
+    evenly over ``cores``."""
+    if cores <= 0:
+        return True
+    work = max(0.0, stage.tasks - 1.0) * stage.median_task_ms + stage.max_task_ms
+    return stage.max_task_ms >= work / cores
+
+
+def task_time_ms(stages: Sequence[StageTasks], cores: int) -> float:
+    """A batch's task time on ``cores`` cores: each stage lasts its longest task or its work
+    spread over the cores it can use, whichever is longer."""
+    total = 0.0
+    for s in stages:
+        work = max(0.0, s.tasks - 1.0) * s.median_task_ms + s.max_task_ms
+        usable = max(1.0, min(float(cores), s.tasks))
+        total += max(s.max_task_ms, work / usable)
+    return total
+
+
+def useful_cores(
+    stages: Sequence[StageTasks], cores: int, top_cores: int, enough_gain: float
+) -> int:
+    """The fewest cores (at least ``cores``) beyond which more, up to ``top_cores``, would
+    shorten the batch's task time by less than ``enough_gain`` of the least it can reach."""
+    least = task_time_ms(stages, max(cores, top_cores))
+    if least <= 0:
+        return cores
+    low, high = cores, max(cores, top_cores)
+    while low < high:  # (task time falls as cores grow: bisect)
+        mid = (low + high) // 2
+        if task_time_ms(stages, mid) <= least * (1.0 + enough_gain):
+            high = mid
+        else:
+            low = mid + 1
+    return low if math.isfinite(least) else cores
+
+
+@dataclass(frozen=True)
+class ExecutorLook:
+    """One executor in a job's latest task window, for people to read."""
+
+    id: str
+    host: str | None
+    tasks: float
+    mean_task_ms: float | None
+    slowness: float | None
+    """Its mean task time over the lower quartile of the others' (``None``: alone or idle)."""
+
+
+@dataclass(frozen=True)
+class StageLook:
+    """One stage in a job's latest task window, for people to read."""
+
+    name: str
+    tasks: float
+    median_task_ms: float
+    max_task_ms: float
+    largest_partition_share: float | None
+    unevenness: float
+    """The largest partition's rows over the even share (else the longest task over the
+    median)."""
+    bounds_stage: bool
+    """Its longest task outlasts its work spread over the job's cores."""
+
+
+def latest_look(
+    window: TaskWindow, cores: int
+) -> tuple[tuple[ExecutorLook, ...], tuple[StageLook, ...]]:
+    """The executors (slowest first) and stages (most uneven first) of one task window."""
+    slowness = _slowness(window.executors)
+    executors = tuple(
+        sorted(
+            (
+                ExecutorLook(e.id, e.host, e.tasks, e.mean_task_ms, slowness.get(e.id))
+                for e in window.executors
+            ),
+            key=lambda x: (-(x.slowness or 0.0), x.id),
+        )
+    )
+    stages = tuple(
+        sorted(
+            (
+                StageLook(
+                    s.name,
+                    s.tasks,
+                    s.median_task_ms,
+                    s.max_task_ms,
+                    s.largest_partition_share,
+                    _unevenness(s),
+                    _bounds_stage(s, cores),
+                )
+                for s in window.stages
+            ),
+            key=lambda x: (-x.unevenness, x.name),
+        )
+    )
+    return executors, stages
