@@ -74,8 +74,11 @@ def test_agent_reports_resizes_and_rides_out_failures(
         assert any(s.processed_rows > 0 for s in sources)
         # Task figures: each executor's finished tasks and their run time, on its node; each
         # stage's median and longest task and its largest partition's share of the records.
-        tasks = [e for b in bodies for e in b.executor_tasks or []]
-        assert tasks and all(e.tasks > 0 and e.task_ms >= 0 and e.host for e in tasks)
+        # (an executor running tasks that finished none in a window is listed with 0 tasks)
+        tasks = [e for b in bodies for e in b.executor_tasks or [] if e.tasks > 0]
+        listed = [e for b in bodies for e in b.executor_tasks or []]
+        assert all(e.tasks > 0 or (e.running or 0) > 0 for e in listed)
+        assert tasks and all(e.task_ms >= 0 and e.host for e in tasks)
         assert {e.id for e in tasks} <= {str(i) for i in range(20)}
         stages = [s for b in bodies for s in b.stages or []]
         assert stages and all(0 < s.median_task_ms <= s.max_task_ms for s in stages)
