@@ -475,10 +475,7 @@ class Agent:
             ", ".join(victims),
             self.applied,
         )
-        self.stats.resizes.append(
-            {"at": self.clock(), "from": self.applied, "to": self.applied, "killed": victims}
-        )
-        del self.stats.resizes[:-50]
+        self._record_resize(self.applied, self.applied, victims)
         return victims
 
     def _reconcile(self, target: int, *, request: bool) -> bool:
@@ -517,11 +514,14 @@ class Agent:
             target,
             f" (removing {', '.join(victims)})" if victims else "",
         )
+        self._record_resize(len(live), target, victims)
+        return True
+
+    def _record_resize(self, before: int, after: int, killed: list[str]) -> None:
         self.stats.resizes.append(
-            {"at": self.clock(), "from": len(live), "to": target, "killed": victims}
+            {"at": self.clock(), "from": before, "to": after, "killed": killed}
         )
         del self.stats.resizes[:-50]
-        return True
 
     def _victims(self, live: list[str], count: int) -> list[str]:
         try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +35,7 @@ from scheduler.api.schemas import (
     StageLookOut,
 )
 from scheduler.api.timeparams import ACTIONS, MINUTES, WINDOWS, TimeRange
+from scheduler.core.policies.henge.remedies import executors_for
 from scheduler.core.slo import SLOError, slo_from_mapping, validate_slo
 from scheduler.registry import forecasts, history, plans
 from scheduler.registry import repository as repo
@@ -313,7 +313,7 @@ def job_diagnosis(
         hosts=list(d.hosts) if d is not None else [],
         stage=d.stage if d is not None else None,
         factor=d.factor if d is not None else None,
-        useful_executors=math.ceil(useful / cores - 1e-9) if useful is not None else None,
+        useful_executors=executors_for(useful, cores) if useful is not None else None,
         windows=found.windows,
         executors=[ExecutorLookOut(**dataclasses.asdict(e)) for e in found.executors],
         stages=[StageLookOut(**dataclasses.asdict(s)) for s in found.stages],

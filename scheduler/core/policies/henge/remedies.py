@@ -125,7 +125,7 @@ def _remedy(job: JobView, found: Diagnosis) -> str:
     cores = found.useful_cores
     if cores is None or cores <= (job.executors * job.cores_per_executor):
         return "more executors will not help: it is not grown while the skew lasts"
-    most = math.ceil(cores / job.cores_per_executor - 1e-9)
+    most = executors_for(cores, job.cores_per_executor)
     return (
         f"more executors shorten only its other stages: it is grown to {most} executors at "
         "most while the skew lasts"
@@ -219,10 +219,15 @@ def growth_cap(
     if d.finding is Finding.UNDECIDED:
         return held, f"{job.name}: not grown yet, {d.reason}"
     if d.useful_cores is not None:
-        cap = max(held, math.ceil(d.useful_cores / job.cores_per_executor - 1e-9))
+        cap = max(held, executors_for(d.useful_cores, job.cores_per_executor))
         if cap > held:
             return cap, f"{job.name}: grown to {cap} at most, {d.reason}"
     return held, f"{job.name}: not grown, {d.reason}"
+
+
+def executors_for(cores: int, cores_per_executor: int) -> int:
+    """The executors that hold ``cores``."""
+    return math.ceil(cores / cores_per_executor - 1e-9)
 
 
 def _waiting(last: Replaced, now_s: float, settings: ProductSettings) -> bool:
