@@ -56,6 +56,20 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--control-file", help="JSON file to change the rate live (generator)")
     p.add_argument("--trigger-s", type=float, default=0.0, help="trigger interval; 0: ASAP")
     p.add_argument("--shuffle-partitions", type=int, default=4)
+    p.add_argument(
+        "--keyed-cost-us",
+        type=float,
+        default=0.0,
+        help="work per row (microseconds, --cost-mode) paid after shuffling the rows by a key "
+        "into --shuffle-partitions tasks; 0: no keyed stage",
+    )
+    p.add_argument(
+        "--hot-key-share",
+        type=float,
+        default=0.0,
+        help="the share of rows carrying one key in the keyed stage: its task takes that share "
+        "of the stage's work whatever the executor count (data skew)",
+    )
     p.add_argument("--executor-memory", default="512m")
     p.add_argument("--cores-max", type=int, help="spark.cores.max (caps the executors for good)")
     p.add_argument("--duration-s", type=float, default=0.0, help="stop after this; 0: run on")
@@ -144,7 +158,7 @@ def input_stream(spark, args: argparse.Namespace):  # type: ignore[no-untyped-de
         )
         if args.control_file:
             reader = reader.option("control_file", args.control_file)
-        return reader.load()
+        return keyed(reader.load(), args)
     from pyspark.sql import functions as F
 
     rate = (
@@ -165,10 +179,13 @@ def input_stream(spark, args: argparse.Namespace):  # type: ignore[no-untyped-de
         (F.lit(50.0) + F.col("value") * 104729 % 3000 / 3.0).alias("load_ms"),
         F.element_at(words, (F.col("value") * 13 % F.size(words) + 1).cast("int")).alias("word"),
     )  # fmt: skip
-    if args.cost_us <= 0:
-        return shaped
-    cost_us, mode = args.cost_us, args.cost_mode
+    return keyed(paid(shaped, args.cost_us, args.cost_mode), args)
 
+
+def paid(frame, cost_us: float, mode: str):  # type: ignore[no-untyped-def]
+    """``frame`` with a ``mapInArrow`` stage that pays ``cost_us`` per row."""
+    if cost_us <= 0:
+        return frame
     from generator import burn
 
     def pay(batches):  # type: ignore[no-untyped-def]
@@ -176,7 +193,31 @@ def input_stream(spark, args: argparse.Namespace):  # type: ignore[no-untyped-de
             burn(batch.num_rows, cost_us, mode)
             yield batch
 
-    return shaped.mapInArrow(pay, shaped.schema)
+    return frame.mapInArrow(pay, frame.schema)
+
+
+def keyed(frame, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """With --keyed-cost-us: the rows shuffled by a key (--hot-key-share of them on one key)
+    into --shuffle-partitions tasks, each row's cost paid after the shuffle."""
+    if args.keyed_cost_us <= 0:
+        return frame
+    from pyspark.sql import functions as F
+
+    # Spread by a hash of the id, so that the hot rows are mixed through every batch.
+    hot = F.col("id") * 2654435761 % 1000 < round(args.hot_key_share * 1000)
+    key = F.when(hot, F.lit(-1)).otherwise(F.col("id") % 997)
+    shuffled = frame.withColumn("key", key).repartition(args.shuffle_partitions, "key")
+    cost_us, mode = args.keyed_cost_us, args.cost_mode
+
+    from generator import burn
+
+    def pay(_: int) -> bool:  # (a row at a time: no pandas needed on the executors)
+        burn(1, cost_us, mode)
+        return True
+
+    # Nondeterministic, so that the optimizer leaves the filter after the shuffle.
+    paying = F.udf(pay, "boolean").asNondeterministic()
+    return shuffled.where(paying(F.col("key"))).drop("key")
 
 
 def run(app_name: str, build: Callable, args: argparse.Namespace) -> int:  # type: ignore[type-arg]

@@ -82,13 +82,15 @@ def diagnose(
     its latest task ``windows`` (oldest first)."""
     recent = list(windows[-settings.windows :])
     if len(recent) == settings.windows:
-        slow = _slow_executors(recent, settings.slow_factor)
-        if slow is not None:
-            return slow
         skew = _skewed_stage(recent, cores, settings.skew_factor)
-        if skew is not None:
+        slow = _slow_executors(recent, settings.slow_factor)
+        # Rows falling unevenly into partitions is the data's doing, whatever the executors;
+        # and the executor that ran the hot task looks slow.
+        if skew is not None and (slow is None or _by_rows(skew, recent[-1])):
             useful = useful_cores(recent[-1].stages, cores, top_cores, settings.enough_gain)
             return dataclasses.replace(skew, useful_cores=useful)
+        if slow is not None:
+            return slow
     watching = _arising(recent, cores, settings)
     if watching is not None:
         return Diagnosis(Finding.UNDECIDED, f"watching {watching} (seen in the latest windows)")
@@ -105,7 +107,11 @@ def _arising(windows: Sequence[TaskWindow], cores: int, settings: DiagnosisSetti
     appeared has shown (not one that comes and goes), described; ``None`` otherwise."""
     if not windows:
         return None
-    for finding in (Finding.SLOW_EXECUTOR, Finding.SKEW):
+    skew = _found_in(windows[-1:], Finding.SKEW, cores, settings)
+    order = (Finding.SLOW_EXECUTOR, Finding.SKEW)
+    if skew is not None and _by_rows(skew, windows[-1]):
+        order = (Finding.SKEW, Finding.SLOW_EXECUTOR)
+    for finding in order:
         latest = _found_in(windows[-1:], finding, cores, settings)
         if latest is None:
             continue
@@ -211,6 +217,14 @@ def _skewed_stage(windows: Sequence[TaskWindow], cores: int, factor: float) -> D
     )
 
 
+def _by_rows(skew: Diagnosis, window: TaskWindow) -> bool:
+    """The skewed stage's unevenness is measured in rows (the largest partition's share), not
+    inferred from task times, which a slow executor would stretch too."""
+    return any(
+        s.name == skew.stage and s.largest_partition_share is not None for s in window.stages
+    )
+
+
 def _unevenness(stage: StageTasks) -> float:
     """The largest partition's rows over the even share, else the longest task over the
     median."""
@@ -245,9 +259,11 @@ def useful_cores(
     stages: Sequence[StageTasks], cores: int, top_cores: int, enough_gain: float
 ) -> int:
     """The fewest cores (at least ``cores``) beyond which more, up to ``top_cores``, would
-    shorten the batch's task time by less than ``enough_gain`` of the least it can reach."""
+    shorten the batch's task time by less than ``enough_gain`` of the least it can reach;
+    ``cores`` itself when growing that far would shorten it by less than ``enough_gain`` of
+    what it is now (a step too small to judge against the batches' noise)."""
     least = task_time_ms(stages, max(cores, top_cores))
-    if least <= 0:
+    if least <= 0 or not math.isfinite(least):
         return cores
     low, high = cores, max(cores, top_cores)
     while low < high:  # (task time falls as cores grow: bisect)
@@ -256,7 +272,8 @@ def useful_cores(
             high = mid
         else:
             low = mid + 1
-    return low if math.isfinite(least) else cores
+    now = task_time_ms(stages, cores)
+    return low if now - task_time_ms(stages, low) >= enough_gain * now else cores
 
 
 @dataclass(frozen=True)

@@ -155,12 +155,15 @@ class JobConstants:
         point = (math.floor(start / self.trigger_s + 1e-9) + 1) * self.trigger_s
         return end if end >= point else point
 
-    def steady_latency_ms(self, rate: float, executors: int) -> tuple[float, float] | None:
-        """(juice, latency in ms by the SLO's statistic) in steady state, or ``None`` with no
-        input. Falling behind: juice = throughput / rate and an unbounded latency."""
+    def steady_latency_ms(
+        self, rate: float, executors: int, skew: Skew = ()
+    ) -> tuple[float, float] | None:
+        """(juice, latency in ms by the SLO's statistic) in steady state on healthy executors
+        with the stages' ``skew``, or ``None`` with no input. Falling behind: juice =
+        throughput / rate and an unbounded latency."""
         if rate <= 0:
             return None
-        load = rate * self.seconds_per_row(executors * self.cores_per_executor)
+        load = rate * self.compute_s(1.0, executors * self.cores_per_executor, 1.0, 1.0, skew)
         if load >= 1.0:
             return 1.0 / load, math.inf
         on_time = self.overhead_s + load * self.trigger_s
@@ -171,8 +174,8 @@ class JobConstants:
             interval = duration
         return 1.0, (duration + _STAT_SHARE[self.slo.latency_stat] * interval) * 1000.0
 
-    def true_utility(self, rate: float, executors: int) -> float:
-        steady = self.steady_latency_ms(rate, executors)
+    def true_utility(self, rate: float, executors: int, skew: Skew = ()) -> float:
+        steady = self.steady_latency_ms(rate, executors, skew)
         if steady is None:
             floor = (self.overhead_s + self.trigger_s / 2) * 1000.0
             return utility(self.slo, self.priority, 1.0, floor)

@@ -63,6 +63,7 @@ class SimWorld:
         self._targets: dict[str, int] = {}
         self._down: dict[str, int] = {}
         self._skews: dict[str, Skew] = {}
+        self._skew_timeline = self._skews_over_time()
         self._window = 0
         self._now = 0.0
         self._clock = Clock(start)
@@ -113,7 +114,10 @@ class SimWorld:
         return self._view[1]
 
     def true_utility(self, job: str, executors: int, now: datetime) -> float:
-        return self._models[job].true_utility(self.true_rate(job, now), executors)
+        """On healthy executors, with the skew of ``job``'s data at ``now`` (no scheduler
+        removes a hot key)."""
+        skew = self._skew_at(job, self._seconds(now))
+        return self._models[job].true_utility(self.true_rate(job, now), executors, skew)
 
     def true_rate(self, job: str, now: datetime) -> float:
         return self._schedules[job].rate(self._seconds(now))
@@ -149,6 +153,26 @@ class SimWorld:
 
     def _due(self, at_s: float) -> float:
         return effective_at(at_s, self.scenario.sub_window_s)
+
+    def _skews_over_time(self) -> dict[str, list[tuple[float, Skew]]]:
+        """Per job with skew events: from when (seconds) each of its skews holds."""
+        timeline: dict[str, list[tuple[float, Skew]]] = {}
+        for change in self._changes:
+            for job, stage, factor in change.skew:
+                steps = timeline.setdefault(job, [])
+                last = steps[-1][1] if steps else ()
+                steps.append(
+                    (self._due(change.at_s), _with_skew(last, self._models[job], stage, factor))
+                )
+        return timeline
+
+    def _skew_at(self, job: str, t: float) -> Skew:
+        skew: Skew = ()
+        for at, held in self._skew_timeline.get(job, ()):
+            if at > t + _EPS:
+                break
+            skew = held
+        return skew
 
     def _schedule(self, job: JobScenario, spikes: list[Spike], horizon: float) -> RateSchedule:
         """The job's input for this seed: its own variation (trace offset, bursts) drawn, then

@@ -15,6 +15,11 @@ from .henge_builders import at
 from .test_henge_product import decide, fitted, streaming, targets
 
 DIAGNOSING = HengeProductPolicy(ProductSettings(diagnose=True))
+HALF_ON_ONE_KEY = (
+    StageTasks("read", 16, 100.0, 110.0, largest_partition_share=1 / 16),
+    StageTasks("aggregate", 16, 100.0, 800.0, largest_partition_share=8 / 16),
+)
+"""Two stages of 16 tasks; the second's hot partition holds half its rows."""
 
 
 def with_tasks(view: JobView, *means: float, stages: tuple[StageTasks, ...] = ()) -> JobView:
@@ -77,12 +82,7 @@ def test_a_job_meeting_its_slo_keeps_its_slow_executor() -> None:
 
 
 def test_a_skewed_job_grows_only_as_far_as_its_task_figures_say_helps() -> None:
-    # Two stages of 16 tasks; the second's hot partition holds half its rows.
-    stages = (
-        StageTasks("read", 16, 100.0, 110.0, largest_partition_share=1 / 16),
-        StageTasks("aggregate", 16, 100.0, 800.0, largest_partition_share=8 / 16),
-    )
-    a = with_tasks(streaming("a", 4, 4000.0), 100.0, 101.0, 99.0, 100.0, stages=stages)
+    a = with_tasks(streaming("a", 4, 4000.0), 100.0, 101.0, 99.0, 100.0, stages=HALF_ON_ONE_KEY)
     plan, _ = decide(DIAGNOSING, [a], ProductState(models=fitted([a])), 0)
     grown = targets(plan).get("a", 4)
     # read: 1,610 ms of work, never under its 110 ms task; aggregate: never under its 800 ms
@@ -95,3 +95,41 @@ def test_a_skewed_job_grows_only_as_far_as_its_task_figures_say_helps() -> None:
 
 def at_s(seconds: float) -> float:
     return at(seconds).timestamp()
+
+
+def test_a_skewed_job_is_not_grown_for_a_gain_too_small_to_judge() -> None:
+    # On 11 cores (946 ms of task time) the most it could gain is 36 ms, under 5 %.
+    a = with_tasks(streaming("a", 11, 11000.0), 100.0, 101.0, 99.0, 100.0, stages=HALF_ON_ONE_KEY)
+    plan, _ = decide(DIAGNOSING, [a], ProductState(models=fitted([a])), 0)
+    assert targets(plan).get("a", 11) == 11
+    assert "a: not grown, skew in stage aggregate" in plan.reason
+
+
+def test_executors_held_for_a_skew_go_back_once_it_has_gone() -> None:
+    # 20 executors at 2000 rows/s (7 would do), found skewed 5 minutes ago, even now: given
+    # back at once; never skewed, they wait for `stabilization_s` of surplus.
+    even = (StageTasks("aggregate", 16, 100.0, 110.0, largest_partition_share=1 / 16),)
+    job = with_tasks(streaming("a", 20, 2000.0, priority=50.0), 100.0, 101.0, stages=even)
+    peaks = {"a": (2000.0, at(-10).timestamp())}
+    for skewed_at, given in (({"a": at_s(-300)}, True), ({}, False)):
+        state = ProductState(models=fitted([job]), peaks=peaks, skewed_at=skewed_at)
+        plan, after = decide(DIAGNOSING, [job], state, 0)
+        assert ("give back" in plan.reason) is given, plan.reason
+        if given:
+            assert targets(plan)["a"] < 20
+        else:
+            assert after.surplus_since == {"a": at_s(0)}
+
+
+def test_the_time_a_job_was_last_found_skewed_is_kept_for_stabilization_s() -> None:
+    hot = (StageTasks("aggregate", 16, 100.0, 800.0, largest_partition_share=8 / 16),)
+    a = with_tasks(streaming("a", 4, 4000.0), 100.0, 101.0, stages=hot)
+    _, state = decide(DIAGNOSING, [a], ProductState(models=fitted([a])), 0)
+    assert state.skewed_at == {"a": at_s(0)}
+    assert DIAGNOSING.load_state(DIAGNOSING.dump_state(state)).skewed_at == state.skewed_at
+    even = with_tasks(streaming("a", 4, 1000.0), 100.0, 101.0)
+    stabilization = DIAGNOSING.settings.stabilization_s
+    _, kept = decide(DIAGNOSING, [even], state, stabilization - 1)
+    assert kept.skewed_at == {"a": at_s(0)}
+    _, dropped = decide(DIAGNOSING, [even], state, stabilization)
+    assert dropped.skewed_at == {}

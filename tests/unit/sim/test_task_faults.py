@@ -3,6 +3,7 @@ figures the simulated agents report."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -75,6 +76,19 @@ def test_a_skewed_stage_lasts_its_hot_task_however_many_executors() -> None:
     assert stages["sink"].max_task_ms == pytest.approx(8 * stages["sink"].median_task_ms)
     assert stages["map"].largest_partition_share == pytest.approx(1 / 16)
     assert stages["sink"].tasks == 16
+
+
+def test_the_true_utility_counts_the_skew_of_its_moment() -> None:
+    skewed = {"skew": {"at_s": 600, "duration_s": 600, "factor": 8, "job": "a", "stage": "sink"}}
+    w, even = world(scenario(events=[skewed])), world(scenario())
+
+    def lost(seconds: float) -> float:
+        moment = w.start + timedelta(seconds=seconds)
+        return even.true_utility("a", 4, moment) - w.true_utility("a", 4, moment)
+
+    # (before, during and after the skew, whatever the world's own clock)
+    assert lost(599) == lost(1200) == 0.0
+    assert lost(600) == lost(1199) > 0.0
 
 
 def test_task_figures_are_reported_where_a_fault_makes_tasks_uneven_or_when_asked() -> None:

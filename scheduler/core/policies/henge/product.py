@@ -66,7 +66,7 @@ from typing import Any, ClassVar
 from scheduler.core.admission import AdmissionRule
 from scheduler.core.bounds import upper_bound
 from scheduler.core.cluster import room_for
-from scheduler.core.diagnosis import Diagnosis
+from scheduler.core.diagnosis import Diagnosis, Finding
 from scheduler.core.model import (
     ActionKind,
     Change,
@@ -323,6 +323,11 @@ class ProductRound:
 
     def diagnose(self) -> None:
         self._found = remedies.diagnoses(self.jobs, self.s)
+        self.update(
+            skewed_at=remedies.skew_seen(
+                self.jobs, self._found, self.state.skewed_at, self.now_s, self.s.stabilization_s
+            )
+        )
         hosts = remedies.hosts_slow_for_several(self._found)
         if hosts:
             self.notes.append(f"slow executors of several jobs on {', '.join(hosts)}")
@@ -1135,7 +1140,9 @@ class ProductRound:
                 continue
             since = self.state.surplus_since.get(job.job_id, self.now_s)
             surplus[job.job_id] = since
-            if self.now_s - since >= self.s.stabilization_s:
+            # Executors held for a skew that has gone go back at once: the need they met has
+            # gone with it, not passed with the input.
+            if self.now_s - since >= self.s.stabilization_s or self.skew_gone(job):
                 changes.append(Change(job.job_id, job.executors, keep, "give back: not needed"))
         for change in changes:
             del surplus[change.job_id]
@@ -1145,6 +1152,13 @@ class ProductRound:
         self.act(changes)
         text = f"give back unused executors: {self.listed(changes)}"
         return self.plan(ActionKind.RECONFIGURE, text, changes)
+
+    def skew_gone(self, job: JobView) -> bool:
+        """``job`` was found skewed within ``stabilization_s`` and no finding holds it now."""
+        found = self._found.get(job.job_id)
+        return job.job_id in self.state.skewed_at and (
+            found is None or found.finding is Finding.UNDER_PROVISIONED
+        )
 
     def listed(self, changes: list[Change]) -> str:
         """The changes for a round's reason; a long move names its first few (every change is

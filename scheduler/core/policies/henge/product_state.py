@@ -90,6 +90,9 @@ class ProductState:
     seasonal-naive forecast against its measured input (``proactive`` only)."""
     replaced: Mapping[str, Replaced] = field(default_factory=dict)
     """Per job: its last replacement of slow executors, kept ``blacklist_ttl_s`` (``diagnose``)."""
+    skewed_at: Mapping[str, float] = field(default_factory=dict)
+    """Per job: when (epoch seconds) it was last found skewed, kept ``stabilization_s``: what it
+    holds beyond its need once the skew has gone was held for the skew (``diagnose``)."""
     settle_count: int = 0
     best_fraction: float | None = None
     """In ``converged``: the best utility fraction since converging (the drop reference)."""
@@ -142,6 +145,7 @@ def dump(state: ProductState) -> JSONDict:
             k: [v.at, list(v.hosts), list(v.executors), v.blocked_until]
             for k, v in sorted(state.replaced.items())
         },
+        "skewed_at": dict(sorted(state.skewed_at.items())),
         "costs": {k: dump_cost(v) for k, v in sorted(state.costs.items())},
         "forecast_errors": {k: list(v) for k, v in sorted(state.forecast_errors.items())},
         "settle_count": state.settle_count,
@@ -191,6 +195,7 @@ def load(data: Mapping[str, Any]) -> ProductState:
             str(k): Replaced(float(v[0]), tuple(map(str, v[1])), tuple(map(str, v[2])), _opt(v[3]))
             for k, v in (data.get("replaced") or {}).items()
         },
+        skewed_at={str(k): float(v) for k, v in (data.get("skewed_at") or {}).items()},
         costs=costs_from_json(data.get("costs")),
         forecast_errors={
             str(k): (float(v[0]), float(v[1]))

@@ -225,6 +225,24 @@ def growth_cap(
     return held, f"{job.name}: not grown, {d.reason}"
 
 
+def skew_seen(
+    jobs: Sequence[JobView],
+    found: Mapping[str, Diagnosis],
+    seen: Mapping[str, float],
+    now_s: float,
+    keep_s: float,
+) -> dict[str, float]:
+    """When each present job was last found skewed, for ``keep_s`` after."""
+    out: dict[str, float] = {}
+    for job in jobs:
+        d = found.get(job.job_id)
+        if d is not None and d.finding is Finding.SKEW:
+            out[job.job_id] = now_s
+        elif job.job_id in seen and now_s - seen[job.job_id] < keep_s:
+            out[job.job_id] = seen[job.job_id]
+    return out
+
+
 def executors_for(cores: int, cores_per_executor: int) -> int:
     """The executors that hold ``cores``."""
     return math.ceil(cores / cores_per_executor - 1e-9)
