@@ -175,6 +175,7 @@ def decide(
         cluster=admitted.cluster,
         taken_at=snapshot.taken_at,
         frozen_jobs=frozen_ids,
+        can_replace=snapshot.can_replace,
     )
     plan, policy_state = policy.decide(view, state.policy_state, now)
 

@@ -240,6 +240,8 @@ class Snapshot:
     frozen_jobs: tuple[str, ...] = ()
     """Admitted jobs ``decide`` set aside this round (stale or not yet reported): they are not
     in ``jobs`` and no policy may touch them. Filled by ``decide``, not by the loop."""
+    can_replace: bool = True
+    """Whether the realizer can replace a job's executors (stop some, start as many anew)."""
 
 
 @dataclass(frozen=True)

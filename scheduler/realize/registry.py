@@ -31,6 +31,12 @@ KUBE_REALIZERS: dict[str, Callable[[KubeSettings, KubeApi | None], Realizer]] = 
 }
 
 
+def replaces(name: str) -> bool:
+    """Whether the realizer called ``name`` can replace a job's executors: the agent's and the
+    dry run's can; those acting through Kubernetes cannot."""
+    return name in REALIZERS
+
+
 def make_realizer(
     name: str, kube: KubeSettings | None = None, *, kube_api: KubeApi | None = None
 ) -> Realizer:

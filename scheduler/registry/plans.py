@@ -22,6 +22,7 @@ from scheduler.core.policies.henge.product import HengeProductPolicy
 from scheduler.core.policies.henge.product_state import ProductState
 from scheduler.core.policies.henge.remedies import JobDiagnosis, job_diagnosis
 from scheduler.core.policies.registry import get_policy
+from scheduler.realize.registry import replaces
 from scheduler.registry import forecasts
 from scheduler.registry import repository as repo
 from scheduler.registry.sql_round_store import SqlRoundTx, job_record
@@ -61,7 +62,8 @@ def diagnosis_of(session: Session, job: Job, settings: Settings, now: datetime) 
         SqlRoundTx(session), [job_record(job)], now, settings.window_s, settings.sub_window_s
     )[0]
     policy = _henge(settings)
-    return job_diagnosis(view, policy.settings if policy is not None else None, settings.policy)
+    henge = policy.settings if policy is not None else None
+    return job_diagnosis(view, henge, settings.policy, replaces(settings.realizer))
 
 
 class NotPlanned(Exception):

@@ -109,6 +109,7 @@ class SchedulerLoop:
         snapshot = build_snapshot(
             tx, self.cluster_source, jobs, now, number,
             self.settings.window_s, self.settings.sub_window_s, forecasts,
+            can_replace=isinstance(self.realizer, Replacer),
         )  # fmt: skip
         plan, new_state = decide_paused(snapshot, state, self.core, now)
         self._failpoint("round.decided", plan)
@@ -176,12 +177,9 @@ class SchedulerLoop:
         return RoundOutcome(number, plan, snapshot, tuple(replaced))
 
     def _replace(self, plan: Plan) -> list[Replacement]:
-        """The plan's replacements that took effect (none where the realizer cannot replace
-        executors: the round's reason still says what was found)."""
-        if not plan.replacements:
-            return []
-        if not isinstance(self.realizer, Replacer):
-            log.warning("replacement_unsupported", realizer=self.realizer.name)
+        """The plan's replacements that took effect (a policy plans none where the snapshot says
+        the realizer cannot replace executors)."""
+        if not plan.replacements or not isinstance(self.realizer, Replacer):
             return []
         return list(self.realizer.replace(plan.replacements))
 

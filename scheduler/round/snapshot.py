@@ -23,14 +23,21 @@ def build_snapshot(
     window_s: float,
     sub_window_s: float,
     forecasts: Mapping[str, InputForecast] | None = None,
+    *,
+    can_replace: bool = True,
 ) -> Snapshot:
-    """The snapshot for round ``round_number`` of ``jobs``, with their input ``forecasts``."""
+    """The snapshot for round ``round_number`` of ``jobs``, with their input ``forecasts``;
+    ``can_replace``: whether the realizer can replace executors."""
     views = job_views(tx, jobs, now, window_s, sub_window_s, forecasts)
     holdings = [
         Holding(j.job_id, j.target_executors, j.executor_cores, j.executor_memory_mb) for j in jobs
     ]
     return Snapshot(
-        round_number=round_number, jobs=views, cluster=cluster_source.view(holdings), taken_at=now
+        round_number=round_number,
+        jobs=views,
+        cluster=cluster_source.view(holdings),
+        taken_at=now,
+        can_replace=can_replace,
     )
 
 

@@ -95,6 +95,26 @@ def test_with_diagnose_on_the_remedy_is_told(api: TestClient) -> None:
     assert stage["unevenness"] == pytest.approx(6.0)
 
 
+@pytest.mark.parametrize(
+    ("realizer", "note"),
+    [
+        ("agent", "its slow executors are replaced"),
+        ("spark-operator", "realizer cannot replace executors: it is sized as before"),
+    ],
+)
+def test_the_remedy_for_a_slow_executor_depends_on_the_realizer(
+    api: TestClient, realizer: str, note: str
+) -> None:
+    settings = api.app.state.settings  # type: ignore[attr-defined]
+    api.app.state.settings = settings.model_copy(  # type: ignore[attr-defined]
+        update={"policy_params": {"diagnose": True}, "realizer": realizer}
+    )
+    tenant, job = job_reporting(api, slo_ms=1000.0, executor_tasks=SLOW, stages=None)
+    data = diagnosis(api, tenant, job)
+    assert data["finding"] == "slow_executor" and data["acted_on"], data
+    assert note in data["note"]
+
+
 def test_a_job_whose_reports_carry_no_task_figures_has_no_finding(api: TestClient) -> None:
     tenant, job = job_reporting(api, executor_tasks=None, stages=None)
     data = diagnosis(api, tenant, job)

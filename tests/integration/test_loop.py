@@ -3,7 +3,7 @@ restarted loop carries on from the stored state."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,8 +14,10 @@ from sqlalchemy import Engine, func, select, text
 from scheduler.api.app import create_app
 from scheduler.cluster.static import StaticCluster
 from scheduler.core.decide import CoreSettings
+from scheduler.core.model import Change
 from scheduler.realize.agent import AgentRealizer
 from scheduler.realize.dry_run import DryRunRealizer
+from scheduler.realize.port import Realizer
 from scheduler.registry import migrate
 from scheduler.registry.engine import make_engine, make_session_factory
 from scheduler.registry.sql_round_store import ROUND_LOCK_KEY, SqlRoundStore
@@ -232,31 +234,34 @@ def test_an_agent_clock_five_minutes_off_is_read_on_its_own_clock_and_judged_fre
     assert seen[jobs["steady"]["id"]] == 20 and seen[jobs["small"]["id"]] == 10
 
 
-def test_a_slow_executor_found_by_henge_is_asked_of_the_agent_in_its_answers(
-    api: TestClient, engine: Engine, clock: FixedClock
-):
-    loop = SchedulerLoop(
+def _diagnosing_loop(engine: Engine, clock: FixedClock, realizer: Realizer) -> SchedulerLoop:
+    return SchedulerLoop(
         SqlRoundStore(make_session_factory(engine)),
         StaticCluster(1, 16, 65536),
-        AgentRealizer(),
+        realizer,
         CoreSettings(policy="henge", policy_params={"diagnose": True}),
         clock,
     )
+
+
+def _with_slow_tasks(name: str, end: datetime, executors: int) -> dict[str, Any]:
+    """A report whose executor 2 of "slow" runs its tasks four times as long as its peer."""
+    body = report(name, end, executors)
+    ids = [str(i) for i in range(1, max(executors, 1) + 1)]
+    mean = {"2": 400.0} if name == "slow" else {}
+    body["executor_tasks"] = [
+        {"id": i, "host": f"node-{i}", "tasks": 10, "task_ms": 10 * mean.get(i, 100.0)} for i in ids
+    ]
+    return body
+
+
+def test_a_slow_executor_found_by_henge_is_asked_of_the_agent_in_its_answers(
+    api: TestClient, engine: Engine, clock: FixedClock
+):
+    loop = _diagnosing_loop(engine, clock, AgentRealizer())
     jobs = register(api)
     slow = jobs["slow"]
-
-    def with_tasks(name: str, end: datetime, executors: int) -> dict[str, Any]:
-        body = report(name, end, executors)
-        ids = [str(i) for i in range(1, max(executors, 1) + 1)]
-        # executor 2 of "slow" runs its tasks four times as long as its peer
-        mean = {"2": 400.0} if name == "slow" else {}
-        body["executor_tasks"] = [
-            {"id": i, "host": f"node-{i}", "tasks": 10, "task_ms": 10 * mean.get(i, 100.0)}
-            for i in ids
-        ]
-        return body
-
-    run_rounds(api, loop, clock, jobs, 6, with_tasks)
+    run_rounds(api, loop, clock, jobs, 6, _with_slow_tasks)
 
     with make_session_factory(engine)() as session:
         replaced = session.scalars(select(Action).where(Action.kind == "replace")).all()
@@ -270,10 +275,34 @@ def test_a_slow_executor_found_by_henge_is_asked_of_the_agent_in_its_answers(
         assert asked_at is not None and row.target_executors == 2
     # its agent's answers name the executor from the round that asked, for a window's time
     clock.now = asked_at + timedelta(seconds=10)
-    body = with_tasks("slow", clock.now, 2)
+    body = _with_slow_tasks("slow", clock.now, 2)
     ack = api.post(f"/v1/jobs/{slow['id']}/reports", json=body, headers=bearer(slow["agent_token"]))
     assert ack.json()["replace_executors"] == ["2"]
     clock.now = asked_at + timedelta(seconds=70)
-    body = with_tasks("slow", clock.now, 2)
+    body = _with_slow_tasks("slow", clock.now, 2)
     ack = api.post(f"/v1/jobs/{slow['id']}/reports", json=body, headers=bearer(slow["agent_token"]))
     assert ack.json()["replace_executors"] == []
+
+
+class ResizeOnly:
+    """A realizer that resizes but cannot replace executors, as the spark-operator one."""
+
+    name = "resize-only"
+
+    def apply(self, changes: Sequence[Change]) -> Sequence[Change]:
+        return changes
+
+
+def test_where_the_realizer_cannot_replace_a_slow_executor_its_job_is_sized_as_before(
+    api: TestClient, engine: Engine, clock: FixedClock
+):
+    loop = _diagnosing_loop(engine, clock, ResizeOnly())
+    jobs = register(api)
+    run_rounds(api, loop, clock, jobs, 6, _with_slow_tasks)
+    with make_session_factory(engine)() as session:
+        kinds = set(session.scalars(select(Action.kind)).all())
+        reasons = session.scalars(select(Round.reason)).all()
+        row = session.get(Job, jobs["slow"]["id"])
+    assert "replace" not in kinds
+    assert row is not None and row.replace_executors is None
+    assert any("slow executors of slow: the realizer cannot replace" in r for r in reasons)

@@ -11,7 +11,7 @@ from scheduler.core.policies.henge.product_settings import ProductSettings
 from scheduler.core.policies.henge.product_state import ProductState, Replaced
 from scheduler.core.report import ExecutorTasks, StageTasks, TaskWindow
 
-from .henge_builders import at
+from .henge_builders import at, snapshot
 from .test_henge_product import decide, fitted, streaming, targets
 
 DIAGNOSING = HengeProductPolicy(ProductSettings(diagnose=True))
@@ -65,6 +65,16 @@ def test_new_executors_slow_on_the_same_node_again_blame_the_node_and_growth_res
     assert state.replaced["a"].blocked_until == at_s(70) + 3600
     # (what the state keeps of it survives a restart)
     assert DIAGNOSING.load_state(DIAGNOSING.dump_state(state)).replaced == state.replaced
+
+
+def test_where_executors_cannot_be_replaced_a_job_with_a_slow_one_is_sized_as_before() -> None:
+    a = with_tasks(streaming("a", 4, 4000.0), 100.0, 100.0, 400.0, 100.0)
+    now = at(0)
+    view = replace(snapshot([replace(a, last_report_at=now)], when=now), can_replace=False)
+    plan, after = DIAGNOSING.decide(view, ProductState(models=fitted([a])), now)
+    assert plan.action is ActionKind.RECONFIGURE and targets(plan)["a"] >= 13
+    assert plan.replacements == () and after.replaced == {}
+    assert "slow executors of a: the realizer cannot replace executors" in plan.reason
 
 
 def test_without_diagnose_the_same_job_is_grown() -> None:

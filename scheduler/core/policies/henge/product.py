@@ -244,7 +244,7 @@ class ProductRound:
             judged = self.judge(move)
             if judged is not None:
                 return judged
-        if self._found:
+        if self._found and self.snapshot.can_replace:
             replaced = self.replace_slow()
             if replaced is not None:
                 return replaced
@@ -331,6 +331,14 @@ class ProductRound:
         hosts = remedies.hosts_slow_for_several(self._found)
         if hosts:
             self.notes.append(f"slow executors of several jobs on {', '.join(hosts)}")
+        if not self.snapshot.can_replace:
+            slow = [self.by_id[j].name for j, d in sorted(self._found.items())
+                    if d.finding is Finding.SLOW_EXECUTOR]  # fmt: skip
+            if slow:
+                self.notes.append(
+                    f"slow executors of {', '.join(slow)}: the realizer cannot replace "
+                    "executors, so they are sized as before"
+                )
 
     def replace_slow(self) -> Plan | None:
         """Replace the slow executors of the jobs diagnosed with them, if any."""
@@ -359,7 +367,9 @@ class ProductRound:
         top = upper_bound(job)
         if not self.s.diagnose or job.executors >= top or job.job_id in self.state.blacklist:
             return top
-        cap = remedies.growth_cap(job, self._found, self.state.replaced, self.now_s, self.s)
+        cap = remedies.growth_cap(
+            job, self._found, self.state.replaced, self.now_s, self.s, self.snapshot.can_replace
+        )
         if cap is None or cap[0] >= top:
             return top
         self.notes.append(cap[1])

@@ -89,9 +89,12 @@ class JobDiagnosis:
     stages: tuple[StageLook, ...] = ()
 
 
-def job_diagnosis(job: JobView, settings: ProductSettings | None, policy: str) -> JobDiagnosis:
+def job_diagnosis(
+    job: JobView, settings: ProductSettings | None, policy: str, can_replace: bool = True
+) -> JobDiagnosis:
     """``job``'s diagnosis by ``settings`` (``henge``'s; ``None`` when the scheduler runs
-    ``policy``, another one), with its latest figures and what is done about it."""
+    ``policy``, another one), with its latest figures and what is done about it (``can_replace``:
+    whether the scheduler's realizer can replace executors)."""
     wanted = diagnosis_settings(settings) if settings is not None else DiagnosisSettings()
     found = diagnose_job(job, wanted)
     m = job.metrics
@@ -101,7 +104,11 @@ def job_diagnosis(job: JobView, settings: ProductSettings | None, policy: str) -
     running = m.executors_reported if m.executors_reported is not None else job.executors
     executors, stages = latest_look(m.task_windows[-1], running * job.cores_per_executor)
     acted = settings is not None and settings.diagnose and not meets_slo(job.utility, job.priority)
-    note = _what_is_done(job, found, settings, policy) if not acted else _remedy(job, found)
+    note = (
+        _what_is_done(job, found, settings, policy)
+        if not acted
+        else _remedy(job, found, can_replace)
+    )
     return JobDiagnosis(job.job_id, found, acted, note, len(m.task_windows), executors, stages)
 
 
@@ -115,7 +122,9 @@ def _what_is_done(
     return "the job meets its SLO: nothing is done about it"
 
 
-def _remedy(job: JobView, found: Diagnosis) -> str:
+def _remedy(job: JobView, found: Diagnosis, can_replace: bool) -> str:
+    if found.finding is Finding.SLOW_EXECUTOR and not can_replace:
+        return "the scheduler's realizer cannot replace executors: it is sized as before"
     if found.finding is Finding.SLOW_EXECUTOR:
         return "its slow executors are replaced (as room on other nodes allows), not added to"
     if found.finding is Finding.UNDECIDED:
@@ -202,9 +211,11 @@ def growth_cap(
     replaced: Mapping[str, Replaced],
     now_s: float,
     settings: ProductSettings,
+    can_replace: bool = True,
 ) -> tuple[int, str] | None:
     """The most executors ``job`` may grow to this round and why, when a diagnosis says more
-    would not help it; ``None``: no limit."""
+    would not help it; ``None``: no limit. Where executors cannot be replaced, a job with slow
+    ones is sized as before (held, it would wait for a replacement that never comes)."""
     held = job.executors
     last = replaced.get(job.job_id)
     if last is not None and _waiting(last, now_s, settings):
@@ -213,8 +224,8 @@ def growth_cap(
     if d is None or d.finding is Finding.UNDER_PROVISIONED:
         return None
     if d.finding is Finding.SLOW_EXECUTOR:
-        if last is not None and _blocked(last, now_s):
-            return None  # (replacing did not help: sized as before)
+        if not can_replace or (last is not None and _blocked(last, now_s)):
+            return None  # (replacing did not help, or cannot be done: sized as before)
         return held, f"{job.name}: not grown, {d.reason}"
     if d.finding is Finding.UNDECIDED:
         return held, f"{job.name}: not grown yet, {d.reason}"
