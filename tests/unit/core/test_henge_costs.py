@@ -10,7 +10,7 @@ import pytest
 
 from scheduler.core.model import ActionKind, JobView
 from scheduler.core.policies.henge import costs
-from scheduler.core.policies.henge.costs import ChangeCost, Transient
+from scheduler.core.policies.henge.costs import ChangeCost, Flow, Transient
 from scheduler.core.policies.henge.product import HengeProductPolicy
 from scheduler.core.policies.henge.product_settings import ProductSettings
 from scheduler.core.policies.henge.product_state import ProductState, dump, load
@@ -27,10 +27,10 @@ def follow(
     rounds: list[tuple[float, float, float | None, bool, bool]],
 ) -> ChangeCost:
     """``cost`` through rounds of (seconds, fraction, expected, running, draining), 60 s
-    windows."""
+    windows holding completed batches."""
     for now_s, fraction, expected, running, draining in rounds:
-        quiet = None if draining else 60.0
-        cost = costs.observe(cost, now_s, fraction, expected, running, quiet, ALPHA, CAP)
+        flow = Flow(60.0, 60.0, draining)
+        cost = costs.observe(cost, now_s, fraction, expected, running, flow, ALPHA, CAP)
     return cost
 
 
@@ -82,6 +82,31 @@ def test_a_change_cut_short_counts_its_dip_so_far_and_the_averages_move_by_alpha
     assert cost.dip_s == pytest.approx(20.0 + ALPHA * (10.0 - 20.0))
     assert cost.settle_s == 100.0  # (it did not settle: its time to settle is unknown)
     assert cost.changes == 4 and cost.open == Transient(15.0, 0.0, 9, None, ())
+
+
+def test_a_job_has_recovered_a_window_after_batches_first_flow_on_its_new_executors() -> None:
+    cost = costs.begin(None, 0.0, 1.0, 4, ALPHA)
+    stall = [(10.0, 1.0, 1.0, True), (40.0, 0.0, 1.0, True), (70.0, 0.0, 1.0, True)]
+    for now_s, fraction, expected, running in stall:  # no batch completes: a stall
+        cost = costs.observe(cost, now_s, fraction, expected, running, None, ALPHA, CAP)
+        assert costs.recovering(cost, now_s)
+    # Batches complete from 80 s, and the job works off the backlog the stall left.
+    cost = follow(cost, [(80.0, 0.0, 1.0, True, True)])
+    assert cost.open is not None and cost.open.clear_s == 140.0
+    cost = follow(cost, [(110.0, 0.3, 1.0, True, True)])
+    assert costs.recovering(cost, 110.0)
+    cost = follow(cost, [(140.0, 0.6, 1.0, True, True)])
+    # Its window now holds only batches after the stall: recovered, though not settled, and
+    # its cost is still followed.
+    assert not costs.recovering(cost, 140.0)
+    assert cost.open is not None and cost.dip_s is None
+
+
+def test_while_a_first_change_is_followed_its_charge_is_the_dip_so_far() -> None:
+    cost = costs.begin(None, 0.0, 1.0, 4, ALPHA)
+    cost = follow(cost, [(10.0, 0.5, -1.0, True, True), (20.0, 0.0, -1.0, True, True)])
+    # 10 s at half its priority lost, then 10 s at all of it.
+    assert costs.charge(cost, 50.0, 600.0) == pytest.approx(50.0 * 15.0 / 600.0)
 
 
 def test_a_job_that_never_settles_is_followed_for_the_cap_at_most() -> None:
@@ -175,7 +200,7 @@ def test_a_first_change_is_judged_once_the_job_completes_batches_on_its_new_exec
     for seconds in (70, 100, 140):
         plan, state = decide(priced(True), views(stalled), state, seconds, free=0.0)
         assert plan.action is ActionKind.NONE
-        assert plan.reason.startswith("moved jobs settling after their change: hi, lo")
+        assert plan.reason.startswith("moved jobs recovering from their change: hi, lo")
     assert state.costs["hi"].open is not None and state.costs["lo"].open is not None
 
     # Batches complete again at 150 s, more than a window and a batch after the jobs first ran
@@ -232,3 +257,57 @@ def test_a_job_settling_after_its_change_is_left_where_it_is() -> None:
     assert after.costs["low"].open is not None  # still followed
     plan, _ = decide(priced(False), [low], state, 0)
     assert plan.action is ActionKind.RECONFIGURE and targets(plan)["low"] >= 13
+
+
+def test_a_job_that_has_recovered_from_its_change_may_move_while_its_cost_is_followed() -> None:
+    # Its window holds only batches after its stall since 10 s ago; it still works off the
+    # backlog, so the change is still followed.
+    low = streaming("low", 4, 4000.0)
+    opened = Transient(
+        at(-200).timestamp(),
+        1.0,
+        4,
+        at(-190).timestamp(),
+        ((10.0, 1.0, -1.0),),
+        at(-10).timestamp(),
+    )
+    state = ProductState(models=fitted([low]), costs={"low": ChangeCost(None, None, 0, opened)})
+    plan, _ = decide(priced(True), [low], state, 0)
+    assert plan.action is ActionKind.RECONFIGURE and targets(plan)["low"] >= 13
+
+
+def draining(view: JobView) -> JobView:
+    """``view`` working off a backlog at twice its input, far behind its SLO still."""
+    assert view.metrics is not None and view.metrics.input_rate is not None
+    metrics = replace(
+        view.metrics,
+        utility=0.1 * view.priority,
+        latency_ms=30_000.0,
+        seconds=60.0,
+        backlog_rows=500_000,
+        processed_rate=2 * view.metrics.input_rate,
+    )
+    return replace(view, metrics=metrics)
+
+
+def test_a_move_that_helps_is_judged_at_once_and_its_recovering_job_held() -> None:
+    hi, lo = streaming("hi", 4, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
+    state = ProductState(models=fitted([hi, lo]))
+    plan, state = decide(priced(True), [hi, lo], state, 0, free=0.0)
+    moved = targets(plan)
+    hi_now = streaming("hi", moved["hi"], 4000.0, priority=90.0)
+    lo_now = streaming("lo", moved["lo"], 2000.0)
+    # Both run their new executors from 70 s and stall; from 140 s lo has settled and hi
+    # completes batches, working off the backlog its stall left faster than rows come in.
+    plan, state = decide(priced(True), [stalled(hi_now), stalled(lo_now)], state, 70, free=0.0)
+    assert plan.action is ActionKind.NONE
+    now = [draining(hi_now), settled(lo_now)]
+    plan, state = decide(priced(True), now, state, 140, free=0.0)
+    assert "the last move holds" in plan.reason and "draining a backlog: hi" in plan.reason
+    # hi's window may still hold its stall until a window after its first batches (200 s):
+    # its change is still followed, and it keeps its executors till then, though still behind.
+    assert state.costs["hi"].open is not None
+    plan, state = decide(priced(True), now, state, 170, free=0.0)
+    assert plan.action is ActionKind.NONE
+    plan, state = decide(priced(True), now, state, 200, free=0.0)
+    assert plan.action is ActionKind.RECONFIGURE and targets(plan)["hi"] > moved["hi"]

@@ -14,11 +14,18 @@ the input of each moment), or, for a job without a trusted model, below both the
 before the change and the level it settled at. The dips and the times to settle are moving
 averages over the job's changes.
 
+A change has two parts. First the job stalls: its executors start and its state reloads, and it
+completes no batch on them. Then, once batches complete on the new executors, it may still work
+off the backlog the stall left. A job whose windows hold only batches after the stall has
+*recovered* (:func:`recovering`): what it earns tells again what its executors are worth (a job
+draining a backlog faster than its input counts as helped), though its cost is still being
+measured until it has settled.
+
 The policy charges every count other than the one a job holds its priority times its dip over
-the time the new allocation is expected to hold (see :func:`charge`), leaves a job that has not
-settled since its last change where it is, and before it judges a move waits for the moved jobs
-to settle, for their usual time to settle at most (a stall it expected is no sign that the move
-failed).
+the time the new allocation is expected to hold (see :func:`charge`; while the first change of a
+job is followed, the dip it has had so far), leaves a job that has not recovered since its last
+change where it is, and before it judges a move waits for the moved jobs to recover, for their
+usual time to settle at most (a stall it expected is no sign that the move failed).
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ class Transient(NamedTuple):
     """(seconds since the change, utility fraction, expected fraction) of each round since,
     oldest first; the expected fraction is what the job's model predicts at its new executors
     and its input of the moment, or -1 without a trusted model."""
+    clear_s: float | None = None
+    """From when the job's metrics window holds only batches after its stall (epoch seconds): a
+    window after the first round whose window, wholly on the new executors, held completed
+    batches."""
 
 
 class ChangeCost(NamedTuple):
@@ -58,6 +69,18 @@ class ChangeCost(NamedTuple):
 NONE = ChangeCost(None, None, 0, None)
 
 
+class Flow(NamedTuple):
+    """How a job's batches flow in a round whose window holds completed batches."""
+
+    quiet_s: float
+    """How long after its new executors run its window holds only batches begun on them (its
+    window and a batch)."""
+    window_s: float
+    """The length of its metrics window."""
+    draining: bool
+    """Whether it works off a backlog."""
+
+
 def begin(
     cost: ChangeCost | None, now_s: float, fraction: float, ran: int, alpha: float
 ) -> ChangeCost:
@@ -68,7 +91,7 @@ def begin(
     cost = cost or NONE
     if cost.open is not None and cost.open.samples:
         cost = _fold(cost, None, None, alpha)
-    return cost._replace(open=Transient(now_s, fraction, ran, None, ()))
+    return cost._replace(open=Transient(now_s, fraction, ran, None, (), None))
 
 
 def observe(
@@ -77,16 +100,17 @@ def observe(
     fraction: float,
     expected: float | None,
     running: bool,
-    quiet_s: float | None,
+    flow: Flow | None,
     alpha: float,
     cap_s: float,
 ) -> ChangeCost:
     """``cost`` with the round at ``now_s``: the open change's newest utility ``fraction``, the
-    fraction ``expected`` of the job now (``None`` when no model can say) and whether it runs
-    its new executors. The job has settled once it has run them for ``quiet_s`` (its metrics'
-    window and a batch: none of its batches began before), and ``quiet_s`` is ``None`` while it
-    still works off a backlog or completes no batch. The change is folded in once it has
-    settled or ``cap_s`` has passed (its time to settle then counted as ``cap_s``)."""
+    fraction ``expected`` of the job now (``None`` when no model can say), whether it runs its
+    new executors, and how its batches flow (``None`` when its window holds no completed batch,
+    a stall). The job has settled once it has run them for ``flow.quiet_s`` (its metrics' window
+    and a batch: none of its batches began before) without a backlog to work off. The change is
+    folded in once it has settled or ``cap_s`` has passed (its time to settle then counted as
+    ``cap_s``)."""
     opened = cost.open
     if opened is None:
         return cost
@@ -96,15 +120,27 @@ def observe(
     running_s = opened.running_s
     if running_s is None and running:
         running_s = now_s
+    flowing = running_s is not None and flow is not None and now_s - running_s >= flow.quiet_s
+    clear_s = opened.clear_s
+    if clear_s is None and flowing:
+        assert flow is not None
+        clear_s = now_s + flow.window_s
     sample = (elapsed, fraction, -1.0 if expected is None else expected)
-    opened = opened._replace(running_s=running_s, samples=(*opened.samples, sample))
+    opened = opened._replace(
+        running_s=running_s, samples=(*opened.samples, sample), clear_s=clear_s
+    )
     cost = cost._replace(open=opened)
-    settled = running_s is not None and quiet_s is not None and now_s - running_s >= quiet_s
-    if settled:
+    if flowing and flow is not None and not flow.draining:
         return _fold(cost, fraction, elapsed, alpha)
     if elapsed >= cap_s:
         return _fold(cost, None, elapsed, alpha)
     return cost
+
+
+def recovering(cost: ChangeCost | None, now_s: float) -> bool:
+    """Whether the job's change is followed and its window may still hold the stall."""
+    opened = cost.open if cost is not None else None
+    return opened is not None and (opened.clear_s is None or now_s < opened.clear_s)
 
 
 def _fold(cost: ChangeCost, end: float | None, settle: float | None, alpha: float) -> ChangeCost:
@@ -139,11 +175,15 @@ def dip_of(transient: Transient, end: float) -> float:
 
 
 def charge(cost: ChangeCost | None, priority: float, hold_s: float) -> float:
-    """Utility per second a change of the job costs when its new allocation holds ``hold_s``
-    (0 until a change of the job has been measured)."""
-    if cost is None or cost.dip_s is None or hold_s <= 0:
+    """Utility per second a change of the job costs when its new allocation holds ``hold_s``:
+    its measured dip, or while its first change is followed the dip that change has had so far
+    (0 before any)."""
+    if cost is None or hold_s <= 0:
         return 0.0
-    return priority * cost.dip_s / hold_s
+    dip = cost.dip_s
+    if dip is None and cost.open is not None:
+        dip = dip_of(cost.open, cost.open.before)
+    return priority * dip / hold_s if dip else 0.0
 
 
 def dump_cost(cost: ChangeCost) -> list[Any]:
@@ -160,6 +200,7 @@ def dump_cost(cost: ChangeCost) -> list[Any]:
             opened.ran,
             opened.running_s,
             [list(s) for s in opened.samples],
+            opened.clear_s,
         ],
     ]
 
@@ -178,6 +219,7 @@ def costs_from_json(data: Mapping[str, Any] | None) -> dict[str, ChangeCost]:
                 int(raw[2]),
                 None if raw[3] is None else float(raw[3]),
                 tuple((float(t), float(f), float(e)) for t, f, e in raw[4]),
+                None if len(raw) < 6 or raw[5] is None else float(raw[5]),
             )
         )
         result[str(key)] = ChangeCost(

@@ -9,8 +9,7 @@ One round, on the jobs ``decide`` counted:
    (:mod:`.rises`); with ``price_moves``, what its latest change is costing it (:mod:`.costs`),
    and with ``proactive`` how far its forecast and the seasonal-naive one were from its input.
 1. Quiesce: after a move nothing else happens until the moved jobs run at their new size and a
-   report window has passed (``adaptive_quiesce``), or ``quiesce_s`` at the most (with
-   ``price_moves``, the moved jobs' usual time to settle after a change, when longer).
+   report window has passed (``adaptive_quiesce``), or ``quiesce_s`` at the most.
 2. Judge the move by what it caused: each moved job's utility now against what it would have
    earned without the move at the input it has now (its model at the old allocation; without
    a trusted model, its utility before the move; if its input moved by more than 20 %, the
@@ -19,7 +18,10 @@ One round, on the jobs ``decide`` counted:
    reverted to what ran before it (room made for waiting executors included; never below a
    job's minimum). A grown job that still misses its SLO and gained less than ``min_gain``
    loses its model's trust; when it did not even use its executors (busy at most
-   ``capacity_threshold`` of the utilisation its SLO allows) it is blacklisted.
+   ``capacity_threshold`` of the utilisation its SLO allows) it is blacklisted. With
+   ``price_moves``, a move that would be reverted, or a grown job that would fail, waits while
+   moved jobs may still be stalled by their change (:func:`.costs.recovering`), for their usual
+   time to settle at most.
 3. Plan: every counted job offers the solver a few executor counts with their predicted utility
    (:mod:`.allocate`) at the input it must be ready for, its recent peak (with ``peak_by_rises``
    weighed by the chance of a rise before executors could come back; a backlog only raises the
@@ -43,9 +45,10 @@ One round, on the jobs ``decide`` counted:
    raises some job's predicted utility by ``min_gain`` of its priority, the move toward it is
    made at once, several jobs together (a reconfiguration). With ``price_moves`` every count but
    the held one is charged what a change has cost the job over how long the new count should
-   hold, and a job that has not settled since its last change offers only what it holds; with
-   ``proactive`` a job with a trusted forecast is ready for its highest mean over the time a
-   move takes to take effect, and one meeting its SLO that would miss it there counts as missing.
+   hold, and a job whose window may still hold the stall of its last change offers only what it
+   holds; with ``proactive`` a job with a trusted forecast is ready for its highest mean over
+   the time a move takes to take effect, and one meeting its SLO that would miss it there
+   counts as missing.
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -84,7 +87,7 @@ from scheduler.core.policies.henge.allocate import (
     move_toward,
     solve,
 )
-from scheduler.core.policies.henge.costs import ChangeCost, Transient, charge
+from scheduler.core.policies.henge.costs import ChangeCost, Flow, Transient, charge, recovering
 from scheduler.core.policies.henge.model import (
     JobModel,
     observe,
@@ -127,7 +130,20 @@ _HEADROOM_CREDIT = 1e-4
 """Credit (fraction of priority) of a growing job's headroom target in the solver."""
 _SETTLE_QUIESCES = 5
 """A change is followed for at most this many ``quiesce_s`` (``price_moves``), and a move waits
-at most this long for its jobs to settle before it is judged."""
+at most this long for its jobs to recover before a verdict against it stands."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What a move's jobs earn now against what they would have earned without it."""
+
+    actual: float
+    without: float
+    by_drain: list[str]
+    """Jobs judged on their drain rate (working off a backlog)."""
+    short: list[tuple[JobView, MovedJob, float]]
+    """Grown jobs still missing their SLO that gained less than ``min_gain``, each with what
+    it would have earned without the move."""
 
 
 class HengeProductPolicy:
@@ -434,19 +450,18 @@ class ProductRound:
             return cost
         fraction = job.utility / job.priority
         expected = self.expected(job, cost.open, running)
-        # Settled: batches complete on the new executors (a window with input but without one
-        # is a stall, not a job falling behind) and no backlog is being worked off. The batch
-        # in flight at the change may still complete on the old ones: a batch later, the
-        # window holds only batches begun on the new.
-        quiet_s = None
+        # Batches complete on the new executors (a window with input but without one is a
+        # stall, not a job falling behind). The batch in flight at the change may still
+        # complete on the old ones: a batch later, the window holds only batches begun on the
+        # new.
+        flow = None
         processing = m is not None and bool(m.processed_rate or not m.input_rate)
-        if m is not None and m.seconds and processing and not self.draining(job):
+        if m is not None and m.seconds and processing:
             quiet_s = m.seconds + max(m.mean_batch_s or 0.0, m.trigger_interval_s or 0.0)
+            flow = Flow(quiet_s, m.seconds, self.draining(job))
         cap = _SETTLE_QUIESCES * self.s.quiesce_s
         alpha = self.s.model_alpha
-        return change_costs.observe(
-            cost, self.now_s, fraction, expected, running, quiet_s, alpha, cap
-        )
+        return change_costs.observe(cost, self.now_s, fraction, expected, running, flow, alpha, cap)
 
     def expected(self, job: JobView, change: Transient, running: bool) -> float | None:
         """The utility fraction ``job`` should show now on the path its model predicts after
@@ -505,17 +520,12 @@ class ProductRound:
         A move that worked shows it early: once the moved jobs run at their new size and a
         report window has passed, every one of them meeting its SLO ends the wait. Anything
         else is judged only after ``quiesce_s``, when the sliding window holds no report from
-        before the move, and with ``price_moves`` not before the moved jobs have settled
-        (:meth:`unsettled`).
+        before the move (and with ``price_moves`` a move that looks lost then waits for its
+        jobs to recover from their change: :meth:`judge`).
         """
         elapsed = (self.now - move.at).total_seconds()
         if elapsed >= self.s.quiesce_s:
-            unsettled = self.unsettled(move)
-            waits = {name: usual - elapsed for name, usual in unsettled.items() if usual > elapsed}
-            if not waits:
-                return None
-            left = f"{max(waits.values()):.0f} s left at most"
-            return f"moved jobs settling after their change: {_first_few(list(waits))} ({left})"
+            return None
         left = f"{self.s.quiesce_s - elapsed:.0f} s left at most"
         if not self.s.adaptive_quiesce:
             return f"waiting for quiesce ({left})"
@@ -528,21 +538,24 @@ class ProductRound:
             return None
         return f"waiting for quiesce ({left})"
 
-    def unsettled(self, move: Move) -> dict[str, float]:
-        """The moved jobs that have not settled since ``move``, by name, with how long after a
-        move the round waits for each (``price_moves``): its usual time to settle after a
-        change, or until it settles while that is not known yet, for at most
-        ``_SETTLE_QUIESCES`` quiesces. What they earn meanwhile is the change's cost, a stall
-        that was to be expected, and no sign that the move failed."""
+    def recovering(self, move: Move) -> dict[str, float]:
+        """The moved jobs whose windows may still hold the stall of their change (``price_moves``;
+        :func:`~.costs.recovering`), by job id, with how long the round may still wait for
+        each: until its usual time to settle after a change since the move, or until it
+        recovers while that is not known yet, ``_SETTLE_QUIESCES`` quiesces at most. What they
+        earn meanwhile is the change's cost, a stall that was to be expected, and no sign that
+        the move failed."""
         if not self.s.price_moves:
             return {}
         cap = _SETTLE_QUIESCES * self.s.quiesce_s
+        elapsed = (self.now - move.at).total_seconds()
         waits: dict[str, float] = {}
         for job_id in sorted(move.jobs):
-            job = self.by_id.get(job_id)
             cost = self.state.costs.get(job_id)
-            if job is not None and cost is not None and cost.open is not None:
-                waits[job.name] = cap if cost.settle_s is None else min(cap, cost.settle_s)
+            if job_id in self.by_id and cost is not None and recovering(cost, self.now_s):
+                usual = cap if cost.settle_s is None else min(cap, cost.settle_s)
+                if usual > elapsed:
+                    waits[job_id] = usual - elapsed
         return waits
 
     def moved_jobs_meet(self, move: Move) -> bool:
@@ -575,16 +588,45 @@ class ProductRound:
         return True
 
     def judge(self, move: Move) -> Plan | None:
-        self.update(last_move=dataclasses.replace(move, judged=True))
+        """Keep or revert ``move`` by what its jobs earn against what they would without it.
+        With ``price_moves`` a move that looks lost (or a grown job that looks to have gained
+        too little) while moved jobs may still be stalled by their change is judged later, once
+        they have recovered: a stall that was to be expected is no sign that the move failed."""
         if move.revert:
+            self.update(last_move=dataclasses.replace(move, judged=True))
             return None
+        waits = self.recovering(move)
+        verdict = self.verdict(move, waits)
+        scale = sum(self.by_id[j].priority for j in move.jobs if j in self.by_id)
+        lost = verdict.actual < verdict.without - self.s.min_gain * scale
+        if waits and (lost or verdict.short):
+            names = _first_few([self.by_id[j].name for j in waits])
+            left = f"{max(waits.values()):.0f} s left at most"
+            return self.none(f"moved jobs recovering from their change: {names} ({left})")
+        self.update(last_move=dataclasses.replace(move, judged=True))
+        for job, moved, counterfactual in verdict.short:
+            self.judge_growth(job, moved, counterfactual)
+        if lost:
+            self.notes.append(
+                f"the moved jobs earn {verdict.actual:.4g}, {verdict.without:.4g} without the move"
+            )
+            return self.revert(move)
+        self.notes.append(self.held(verdict.actual, verdict.without, verdict.by_drain))
+        return None
+
+    def verdict(self, move: Move, recovering: Mapping[str, float]) -> Verdict:
+        """What the moved jobs earn now and would earn without ``move``, and the grown jobs that
+        look to have gained too little. A job still recovering from its change does not fold
+        its prediction error in (its window may hold the stall)."""
         actual = without = 0.0
         by_drain: list[str] = []
+        short: list[tuple[JobView, MovedJob, float]] = []
         for job_id, moved in sorted(move.jobs.items()):
             job = self.by_id.get(job_id)
             if job is None:
                 continue
-            self.track_error(job)
+            if job_id not in recovering:
+                self.track_error(job)
             counterfactual = self.counterfactual(job, moved)
             known = counterfactual is not None
             if counterfactual is None:
@@ -599,14 +641,10 @@ class ProductRound:
             helped = helped or faster
             if helped:
                 by_drain.append(job.name)
-            if known and moved.after > moved.ran and not helped:
-                self.judge_growth(job, moved, counterfactual)
-        scale = sum(self.by_id[j].priority for j in move.jobs if j in self.by_id)
-        if actual < without - self.s.min_gain * scale:
-            self.notes.append(f"the moved jobs earn {actual:.4g}, {without:.4g} without the move")
-            return self.revert(move)
-        self.notes.append(self.held(actual, without, by_drain))
-        return None
+            grown = known and moved.after > moved.ran and not helped
+            if grown and self.gained_little(job, moved, counterfactual):
+                short.append((job, moved, counterfactual))
+        return Verdict(actual, without, by_drain, short)
 
     def held(self, actual: float, without: float, by_drain: list[str]) -> str:
         """Why the last move stays: a judged move that is kept says so, with the figures it
@@ -681,10 +719,13 @@ class ProductRound:
             and (m.processed_rate or 0.0) >= moved.processed_before * (1 + self.s.min_gain)
         )
 
+    def gained_little(self, job: JobView, moved: MovedJob, counterfactual: float) -> bool:
+        """Whether grown ``job`` still misses its SLO and gained less than ``min_gain``."""
+        gain = (job.utility - counterfactual) / job.priority
+        return not meets_slo(job.utility, job.priority) and gain < self.s.min_gain
+
     def judge_growth(self, job: JobView, moved: MovedJob, counterfactual: float) -> None:
         gain = (job.utility - counterfactual) / job.priority
-        if meets_slo(job.utility, job.priority) or gain >= self.s.min_gain:
-            return
         self.notes.append(f"{job.name} gained {gain:.1%} < {self.s.min_gain:.0%}")
         if moved.by_model:
             # The model promised more: stop trusting it until its error falls back.
@@ -935,9 +976,9 @@ class ProductRound:
     def priced(self, job: JobView, points: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """``points`` with every count but the held one charged what a change costs ``job``
         per second of the time its new allocation is expected to hold, and none but the held
-        one while it settles after its last change (``price_moves``)."""
+        one while its window may hold the stall of its last change (``price_moves``)."""
         held = job.executors
-        if self.settling(job):
+        if self.s.price_moves and recovering(self.state.costs.get(job.job_id), self.now_s):
             return [(n, v) for n, v in points if n == held]
         per_s = self.change_charge(job)
         if per_s <= 0:

@@ -111,10 +111,13 @@ class ProductSettings:
     priority times that loss over the time its new allocation is expected to hold (the time
     between the rises of its input, as :mod:`.rises` counts them, within ``quiesce_s`` and
     ``stabilization_s``), so that a move is made only where its gain over that time outweighs
-    what it costs, and the cheapest jobs to change give way first. A job is left where it is,
-    and its model's per-batch overhead is kept, until it settles after a change; a move is
-    judged once its jobs have settled or had their usual time to settle (at most
-    ``5 × quiesce_s``), so that a stall it was expected to cause does not revert it. Off (the
+    what it costs, and the cheapest jobs to change give way first; before a job's first change
+    has been measured, the loss that change has had so far is its price. A job is left where
+    it is until its metrics window holds only batches after the stall of its last change, and
+    its model's per-batch overhead is kept until it has settled; a move that would be reverted
+    while its jobs may still be stalled waits for them to recover, for their usual time to
+    settle at most (``5 × quiesce_s``), so that a stall it was expected to cause does not revert
+    it, and a move that holds is kept at once. Off (the
     default until it holds on every built-in scenario; see ``docs/benchmarks.md``): changes are
     free and a move is judged after ``quiesce_s`` at the most."""
 
