@@ -980,6 +980,9 @@ def bench_plan(
         str, typer.Option(help="Comma-separated scenarios (default: every built-in one).")
     ] = "",
     seed: Annotated[int, typer.Option(help="Seed of each scenario's run.")] = 1,
+    params: Annotated[
+        str | None, typer.Option(help="Settings of henge as JSON, e.g. '{\"steady_error\": true}'.")
+    ] = None,
     json_file: FiguresFile = None,
 ) -> None:
     """A job's options checked against the simulator's truth: each scenario runs under henge,
@@ -996,10 +999,12 @@ def bench_plan(
     from scheduler.sim.run import scenario_names
 
     configure_logging("warning", "console")
+    overrides = _policy_params(params, "'{\"steady_error\": true}'")
+    _check_policy("henge", overrides)
     names = scenario_names([n for n in scenarios.split(",") if n])
     for name in names:
         _load_scenario(name)
-    figures = measure_plans(names, seed)
+    figures = measure_plans(names, seed, overrides)
     rows = [
         [
             r["scenario"],

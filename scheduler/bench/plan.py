@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -142,10 +142,16 @@ class PlanCheck:
         }
 
 
-def check_scenario(name: str, seed: int = 1, every: int = 6, warmup_s: float = 600.0) -> PlanCheck:
+def check_scenario(
+    name: str,
+    seed: int = 1,
+    every: int = 6,
+    warmup_s: float = 600.0,
+    params: Mapping[str, Any] | None = None,
+) -> PlanCheck:
     """Run scenario ``name`` under ``henge`` and check its options every ``every`` rounds after
     ``warmup_s`` seconds of scheduling."""
-    policy = HengeProductPolicy.from_params({})
+    policy = HengeProductPolicy.from_params(params or {})
     scenario = load(name)
     found = PlanCheck(name, seed, tiers=len({j.priority for j in scenario.jobs}))
     rounds = 0
@@ -189,7 +195,7 @@ def check_scenario(name: str, seed: int = 1, every: int = 6, warmup_s: float = 6
                 found.marked += 1
                 found.marked_met += meets_slo(truth(options.meets_now), view.priority)
 
-    run_scenario(scenario, "henge", seed, oracle=False, on_round=on_round)
+    run_scenario(scenario, "henge", seed, policy_params=params, oracle=False, on_round=on_round)
     return found
 
 
@@ -332,13 +338,16 @@ def _true_need(world: World, spec: SimJobSpec, moments: Sequence[datetime]) -> i
     return low + next(i for i, v in enumerate(values) if v >= best - 1e-9)
 
 
-def measure_plans(scenarios: Sequence[str], seed: int = 1) -> dict[str, Any]:
+def measure_plans(
+    scenarios: Sequence[str], seed: int = 1, params: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Per scenario, :meth:`PlanCheck.summary`; the goal is met where every scenario with
     checks has its mean absolute error within :data:`GOAL_MAE`."""
-    rows = [check_scenario(name, seed).summary() for name in scenarios]
+    rows = [check_scenario(name, seed, params=params).summary() for name in scenarios]
     checked = [r for r in rows if r["compared"]]
     tiered = [r for r in rows if r["tiers"] > 1 and r["capacity_checks"]]
     return {
+        "params": dict(params or {}),
         "goal_mae": GOAL_MAE,
         "near": NEAR,
         "goal_cores": GOAL_CORES,

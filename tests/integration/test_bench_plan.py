@@ -4,6 +4,7 @@ truth."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 from scheduler.bench.plan import GOAL_CORES, GOAL_MAE, check_scenario
@@ -47,3 +48,13 @@ def test_the_command_writes_a_row_per_scenario(tmp_path: Path) -> None:
     assert figures["goal_met"] is True
     assert figures["goal_cores"] == GOAL_CORES
     assert all(r["tiers"] == 1 and r["capacity_checks"] > 0 for r in figures["scenarios"])
+
+
+def test_a_new_job_catching_up_is_trusted_sooner_with_steady_error() -> None:
+    # On demo the jobs admitted after the start begin behind: without steady_error the error of
+    # the windows in which they catch up holds their models from trust after they have.
+    before = check_scenario("demo", every=1000, warmup_s=1e9).trusted_after
+    after = check_scenario("demo", every=1000, warmup_s=1e9, params={"steady_error": True})
+    assert len(before) == len(after.trusted_after) == 4
+    assert statistics.median(after.trusted_after.values()) <= statistics.median(before.values()) / 2
+    assert "recent error above model_max_error" not in after.held_by

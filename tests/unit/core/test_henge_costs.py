@@ -16,7 +16,7 @@ from scheduler.core.policies.henge.product_settings import ProductSettings
 from scheduler.core.policies.henge.product_state import ProductState, dump, load
 
 from .henge_builders import at
-from .test_henge_product import decide, fitted, streaming, targets
+from .test_henge_product import behind, decide, fitted, streaming, targets
 
 ALPHA = 0.3
 CAP = 300.0
@@ -276,20 +276,6 @@ def test_a_job_that_has_recovered_from_its_change_may_move_while_its_cost_is_fol
     assert plan.action is ActionKind.RECONFIGURE and targets(plan)["low"] >= 13
 
 
-def draining(view: JobView) -> JobView:
-    """``view`` working off a backlog at twice its input, far behind its SLO still."""
-    assert view.metrics is not None and view.metrics.input_rate is not None
-    metrics = replace(
-        view.metrics,
-        utility=0.1 * view.priority,
-        latency_ms=30_000.0,
-        seconds=60.0,
-        backlog_rows=500_000,
-        processed_rate=2 * view.metrics.input_rate,
-    )
-    return replace(view, metrics=metrics)
-
-
 def test_a_move_that_helps_is_judged_at_once_and_its_recovering_job_held() -> None:
     hi, lo = streaming("hi", 4, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
     state = ProductState(models=fitted([hi, lo]))
@@ -301,7 +287,7 @@ def test_a_move_that_helps_is_judged_at_once_and_its_recovering_job_held() -> No
     # completes batches, working off the backlog its stall left faster than rows come in.
     plan, state = decide(priced(True), [stalled(hi_now), stalled(lo_now)], state, 70, free=0.0)
     assert plan.action is ActionKind.NONE
-    now = [draining(hi_now), settled(lo_now)]
+    now = [behind(hi_now, 2.0), settled(lo_now)]
     plan, state = decide(priced(True), now, state, 140, free=0.0)
     assert "the last move holds" in plan.reason and "draining a backlog: hi" in plan.reason
     # hi's window may still hold its stall until a window after its first batches (200 s):

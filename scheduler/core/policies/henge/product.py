@@ -485,9 +485,13 @@ class ProductRound:
     def prediction_error(
         self, model: JobModel, job: JobView, previous: JobModel | None
     ) -> float | None:
-        """|predicted − measured| utility / priority for a new window of a usable model."""
+        """|predicted − measured| utility / priority for a new window of a usable model; with
+        ``steady_error`` none while the job works off a backlog faster than its input
+        (:meth:`draining`)."""
         if model is previous or not usable(model, job, self.s.model_min_windows):
             return None  # (a model without batch timings cannot predict a latency)
+        if self.s.steady_error and self.draining(job):
+            return None
         m = job.metrics
         assert m is not None and m.input_rate is not None
         executors = m.executors_reported or job.executors
@@ -786,13 +790,7 @@ class ProductRound:
             self.notes.append("the jobs' minimums do not fit")
             return None
         values = {o.job.job_id: o for o in offers}
-        helped = any(
-            s.target > s.job.executors
-            and values[s.job.job_id].value_at(s.target)
-            - values[s.job.job_id].value_at(s.job.executors)
-            >= self.s.min_gain * s.job.priority
-            for s in steps
-        )
+        helped = any(self.helps(s, values[s.job.job_id]) for s in steps)
         if not helped:
             self.notes.append(self.unhelped())
             return None
@@ -867,6 +865,22 @@ class ProductRound:
         below it."""
         job = self.by_id[step.job.job_id]
         return Step(job, step.target if step.target > job.executors else job.executors)
+
+    def helps(self, step: Step, offer: Offer) -> bool:
+        """Whether growing ``step``'s job is worth a move: it raises the job's value by
+        ``min_gain`` of its priority, or with ``grow_to_slo`` it brings a job missing its SLO to
+        it."""
+        if step.target <= step.job.executors:
+            return False
+        job = step.job
+        after, now = offer.value_at(step.target), offer.value_at(job.executors)
+        if after - now >= self.s.min_gain * job.priority:
+            return True
+        return (
+            self.s.grow_to_slo
+            and not meets_slo(job.utility, job.priority)
+            and meets_slo(after, job.priority)
+        )
 
     def unhelped(self) -> str:
         """Why a round with jobs missing their SLO moves nothing: name them (the first few), so

@@ -82,6 +82,18 @@ class ProductSettings:
     more than ``headroom`` (within ``quiesce_s``) in the next ``2 × quiesce_s``, the time lent
     executors take to come back (read from how often it lately has); off: it keeps what its
     peak needs."""
+    grow_to_slo: bool = False
+    """A move that brings a job missing its SLO to it, by the job's model, is made when it is the
+    best allocation (what the others lose counted) even if it raises the job's utility by less
+    than ``min_gain`` of its priority; off: every move must gain that much, and a job may stay a
+    few per cent short of its SLO for as long as its input holds (a top-tier job on
+    ``flash-crowd``, one executor short, 4 % of its priority)."""
+    steady_error: bool = False
+    """Measure a model's error only on windows in which the job is not working off a backlog
+    faster than its input (after its start, a stall or a rise): the model predicts the steady
+    state, and a job catching up is not in it however right its row cost is, so a new job
+    admitted behind is trusted once it has caught up instead of once the error of its first
+    windows has decayed; off: every window counts."""
     peak_by_rises: bool = False
     """The input a job must be ready for (at which its counts are valued, its need read and its
     growth sized) is its input now plus what its recent peak is above it times the same chance
