@@ -297,3 +297,25 @@ def test_a_move_that_helps_is_judged_at_once_and_its_recovering_job_held() -> No
     assert plan.action is ActionKind.NONE
     plan, state = decide(priced(True), now, state, 200, free=0.0)
     assert plan.action is ActionKind.RECONFIGURE and targets(plan)["hi"] > moved["hi"]
+
+
+def test_a_judgement_put_off_folds_the_moved_jobs_errors_in_once() -> None:
+    hi, lo = streaming("hi", 4, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
+    # hi has settled about 200 s after its earlier changes, lo 30 s.
+    history = {"hi": ChangeCost(5.0, 200.0, 4, None), "lo": ChangeCost(5.0, 30.0, 4, None)}
+    state = ProductState(models=fitted([hi, lo]), costs=history, errors={"lo": 0.1})
+    plan, state = decide(priced(True), [hi, lo], state, 0, free=0.0)
+    moved, start = targets(plan), state.errors["lo"]
+    hi_now = streaming("hi", moved["hi"], 4000.0, priority=90.0)
+    lo_now = settled(streaming("lo", moved["lo"], 2000.0))
+    # hi still reloads, so the move looks lost and its judgement is put off, twice; lo, past
+    # its usual time to settle, runs as its model predicts. No round folds lo's error in.
+    for seconds in (70, 100):
+        plan, state = decide(priced(True), [stalled(hi_now), lo_now], state, seconds, free=0.0)
+        assert plan.reason.startswith("moved jobs recovering from their change: hi")
+        assert state.errors["lo"] == start
+    # Judged two quiesces after the move: every round folds the moved jobs' errors in again by
+    # then, so the judgement does not as well. lo's error (0 now) is averaged in once.
+    plan, state = decide(priced(True), [settled(hi_now), lo_now], state, 210, free=0.0)
+    assert "the last move holds" in plan.reason
+    assert state.errors["lo"] == pytest.approx(0.7 * start, abs=1e-4)

@@ -85,9 +85,9 @@ def begin(
     cost: ChangeCost | None, now_s: float, fraction: float, ran: int, alpha: float
 ) -> ChangeCost:
     """``cost`` with a change made at ``now_s`` to a job at utility ``fraction`` running ``ran``
-    executors. A change still
-    being followed is folded in as it stands, its dip so far counted below its level before (cut
-    short, a job changed again and again would never count the stalls it keeps having)."""
+    executors. A change still being followed is folded in as it stands, its dip so far counted
+    below its level before (cut short, a job changed again and again would never count the
+    stalls it keeps having)."""
     cost = cost or NONE
     if cost.open is not None and cost.open.samples:
         cost = _fold(cost, None, None, alpha)
@@ -120,21 +120,28 @@ def observe(
     running_s = opened.running_s
     if running_s is None and running:
         running_s = now_s
-    flowing = running_s is not None and flow is not None and now_s - running_s >= flow.quiet_s
+    steady = _steady(flow, running_s, now_s)
     clear_s = opened.clear_s
-    if clear_s is None and flowing:
-        assert flow is not None
-        clear_s = now_s + flow.window_s
+    if clear_s is None and steady is not None:
+        clear_s = now_s + steady.window_s
     sample = (elapsed, fraction, -1.0 if expected is None else expected)
     opened = opened._replace(
         running_s=running_s, samples=(*opened.samples, sample), clear_s=clear_s
     )
     cost = cost._replace(open=opened)
-    if flowing and flow is not None and not flow.draining:
+    if steady is not None and not steady.draining:
         return _fold(cost, fraction, elapsed, alpha)
     if elapsed >= cap_s:
         return _fold(cost, None, elapsed, alpha)
     return cost
+
+
+def _steady(flow: Flow | None, running_s: float | None, now_s: float) -> Flow | None:
+    """``flow`` once the job has run its new executors (since ``running_s``) for ``quiet_s``:
+    before that its window may still hold batches of the old ones."""
+    if flow is None or running_s is None or now_s - running_s < flow.quiet_s:
+        return None
+    return flow
 
 
 def recovering(cost: ChangeCost | None, now_s: float) -> bool:
@@ -162,7 +169,9 @@ def dip_of(transient: Transient, end: float) -> float:
     sample standing for the time since the one before it): below the higher of its level
     before and its model's prediction on its path (a model fitted on stalled batches predicts
     little, and would hide the stall), or without a model below both the level before and
-    ``end``."""
+    ``end``. A job cut below its SLO thus counts its drop too: it piles up rows meanwhile, which
+    it must work off once it grows back (counted below its model's path alone, such cuts look
+    cheap, are made more often, and lose on stateful jobs)."""
     level = min(transient.before, end)
     lost = 0.0
     last = 0.0

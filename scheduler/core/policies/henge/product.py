@@ -284,11 +284,7 @@ class ProductRound:
         # A moved job's window mixes its old and new allocation for a while: its error is
         # measured when the move is judged instead.
         move = st.last_move
-        recently_moved = (
-            set(move.jobs)
-            if move is not None and (self.now - move.at).total_seconds() < 2 * self.s.quiesce_s
-            else set()
-        )
+        recently_moved = set(move.jobs) if move is not None and self.recent(move) else set()
         alpha = self.s.model_alpha
         for job in self.jobs:
             job_id = job.job_id
@@ -542,7 +538,12 @@ class ProductRound:
             return None
         return f"waiting for quiesce ({left})"
 
-    def recovering(self, move: Move) -> dict[str, float]:
+    def recent(self, move: Move) -> bool:
+        """Whether ``move``'s jobs' windows may still mix their old and new allocations: their
+        prediction errors are folded in when it is judged, not every round."""
+        return (self.now - move.at).total_seconds() < 2 * self.s.quiesce_s
+
+    def recovery_waits(self, move: Move) -> dict[str, float]:
         """The moved jobs whose windows may still hold the stall of their change (``price_moves``;
         :func:`~.costs.recovering`), by job id, with how long the round may still wait for
         each: until its usual time to settle after a change since the move, or until it
@@ -599,11 +600,14 @@ class ProductRound:
         if move.revert:
             self.update(last_move=dataclasses.replace(move, judged=True))
             return None
-        waits = self.recovering(move)
+        waits = self.recovery_waits(move)
+        errors_before = {j: self.errors.get(j) for j in move.jobs}
         verdict = self.verdict(move, waits)
         scale = sum(self.by_id[j].priority for j in move.jobs if j in self.by_id)
         lost = verdict.actual < verdict.without - self.s.min_gain * scale
         if waits and (lost or verdict.short):
+            # The errors are folded in once, when the move is judged, not in every round put off.
+            self.restore_errors(errors_before)
             names = _first_few([self.by_id[j].name for j in waits])
             left = f"{max(waits.values()):.0f} s left at most"
             return self.none(f"moved jobs recovering from their change: {names} ({left})")
@@ -618,10 +622,12 @@ class ProductRound:
         self.notes.append(self.held(verdict.actual, verdict.without, verdict.by_drain))
         return None
 
-    def verdict(self, move: Move, recovering: Mapping[str, float]) -> Verdict:
+    def verdict(self, move: Move, waits: Mapping[str, float]) -> Verdict:
         """What the moved jobs earn now and would earn without ``move``, and the grown jobs that
         look to have gained too little. A job still recovering from its change does not fold
-        its prediction error in (its window may hold the stall)."""
+        its prediction error in (its window may hold the stall), nor does any once the rounds
+        fold it in again (:meth:`recent`)."""
+        fold = self.recent(move)
         actual = without = 0.0
         by_drain: list[str] = []
         short: list[tuple[JobView, MovedJob, float]] = []
@@ -629,7 +635,7 @@ class ProductRound:
             job = self.by_id.get(job_id)
             if job is None:
                 continue
-            if job_id not in recovering:
+            if fold and job_id not in waits:
                 self.track_error(job)
             counterfactual = self.counterfactual(job, moved)
             known = counterfactual is not None
@@ -672,6 +678,15 @@ class ProductRound:
     def set_error(self, job: JobView, error: float) -> None:
         self.errors[job.job_id] = error  # the state's mapping too (housekeeping shares it)
         self._trusted.pop(job.job_id, None)
+
+    def restore_errors(self, errors: Mapping[str, float | None]) -> None:
+        """Put back the prediction errors ``errors`` held (``None``: none yet) by job id."""
+        for job_id, error in errors.items():
+            if error is None:
+                self.errors.pop(job_id, None)
+            else:
+                self.errors[job_id] = error
+            self._trusted.pop(job_id, None)
 
     def counterfactual(self, job: JobView, moved: MovedJob) -> float | None:
         """What ``job`` would earn now without the move, or ``None`` if that is unknown."""
