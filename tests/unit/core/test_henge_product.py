@@ -242,6 +242,24 @@ def test_a_model_that_gives_up_on_a_missing_job_does_not_starve_it() -> None:
     assert "eq. 2.4" in next(c.reason for c in plan.changes if c.job_id == "hi")
 
 
+def test_with_priced_moves_a_job_whose_floor_looks_out_of_reach_is_sized_by_its_row_cost() -> None:
+    # As above, but with each change priced the job's row cost, which still holds, sizes it
+    # as a job whose batch timings are unknown: for its input at a guessed utilisation. Eq.
+    # 2.4 would spread its priority over a step to its maximum (40), at a few per cent each.
+    policy = HengeProductPolicy(ProductSettings(price_moves=True, headroom=0.0))
+    hi, lo = streaming("hi", 2, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
+    models = fitted([hi, lo])
+    models["hi"] = models["hi"]._replace(overhead_s=5.0)
+    assert max_utilisation(models["hi"], hi) <= 0
+    plan, _ = decide(policy, [hi, lo], ProductState(models=models), 0, free=0.0)
+    moved = targets(plan)
+    bare = models["hi"]._replace(overhead_s=None)
+    need = executors_needed(bare, hi, 4000.0)
+    assert need is not None and 2 < need < hi.max_executors
+    assert moved["hi"] == need and moved["lo"] < 30
+    assert "model: meets its SLO" in next(c.reason for c in plan.changes if c.job_id == "hi")
+
+
 def test_a_grown_job_still_behind_its_backlog_is_judged_on_its_drain_rate() -> None:
     policy = HengeProductPolicy()
     steady = streaming("a", 4, 1000.0)  # meets its SLO at 4 executors once the backlog is gone

@@ -28,7 +28,9 @@ One round, on the jobs ``decide`` counted:
    count a growing job is sized for, to drain it within ``drain_s``); a job whose model is
    not trusted offers its allocation (valued at what it earns, or, while it drains a backlog, at
    the share of its demand it processes), one executor less at 0 when it meets its SLO above its
-   minimum and a job of higher priority misses, and, missing its own, eq. 2.4's step. A job
+   minimum and a job of higher priority misses, and, missing its own, eq. 2.4's step (with
+   ``price_moves``, a job missing its SLO whose model puts its per-batch floor above it is
+   sized by its row cost instead: :meth:`ProductRound.floor_set_aside`). A job
    meeting its SLO gives way below its need at its peak along its curve when a job of higher
    priority misses; when the highest priority missing is its own, it lends what it keeps for its
    peak, below what it holds and down to what its input now needs with ``headroom`` (any missing
@@ -937,8 +939,11 @@ class ProductRound:
         if model is not None and not meets and rho <= 0:
             # The model puts the per-batch floor above the SLO of a job that misses it: most
             # likely a floor fitted on batches working off a backlog, and a job its model gives
-            # up on would starve whatever its priority. Eq. 2.4 steps instead.
-            model = self._trusted[job.job_id] = None
+            # up on would starve whatever its priority. Eq. 2.4 steps instead, or with
+            # ``price_moves`` its row cost, which still holds, sizes it as a job whose batch
+            # timings are not known yet (for throughput at a guessed utilisation).
+            model = self._trusted[job.job_id] = self.floor_set_aside(model)
+            rho = max_utilisation(model, job) if model is not None else 0.0
         if model is None or rate is None:
             # A job working off a backlog earns nothing yet, but its executors are not idle:
             # valued at what it earns, it would be the cheapest donor the moment it starts to
@@ -1200,6 +1205,19 @@ class ProductRound:
         # and the move returning them has run (its executors start within another).
         rises = self.state.rises.get(job.job_id)
         return chance_within(rises, self.now_s, 2 * self.s.quiesce_s)
+
+    def floor_set_aside(self, model: JobModel) -> JobModel | None:
+        """What sizes a job missing its SLO whose model puts its per-batch floor above it: with
+        ``price_moves`` the model without its overhead, else none (eq. 2.4).
+
+        Eq. 2.4 spreads the job's priority evenly over its step, which for a saturated job
+        reaches its maximum: the few executors that would meet its input are valued at a few
+        per cent of it, and a silver job cut to one executor for a gold job's surge was never
+        bought back (it earned nothing for the last 90 minutes of a run). Valued at its
+        priority where its row cost says it keeps up, it is; but each such growth of a job
+        that must reload its state stalls it, and only with its changes priced does the
+        solver weigh that (without, `stateful-bursty` fell from 0.75 to 0.62 of the oracle)."""
+        return model._replace(overhead_s=None) if self.s.price_moves else None
 
     def untrusted_target(self, job: JobView) -> int | None:
         """Eq. 2.4's step, and at least the executors the job registered with; ``None`` while
