@@ -245,7 +245,7 @@ def test_a_model_that_gives_up_on_a_missing_job_does_not_starve_it() -> None:
 def test_with_priced_moves_a_job_whose_floor_looks_out_of_reach_is_sized_by_its_row_cost() -> None:
     # As above, but with each change priced the job's row cost, which still holds, sizes it
     # as a job whose batch timings are unknown: for its input at a guessed utilisation. Eq.
-    # 2.4 would spread its priority over a step to its maximum (40), at a few per cent each.
+    # 2.4 would take it to 24, its priority spread evenly over that step.
     policy = HengeProductPolicy(ProductSettings(price_moves=True, headroom=0.0))
     hi, lo = streaming("hi", 2, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
     models = fitted([hi, lo])
