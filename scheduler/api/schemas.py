@@ -450,7 +450,9 @@ class JobDiagnosisOut(BaseModel):
     )
     windows: int = Field(description="Report windows with task figures the finding reads.")
     executors: list[ExecutorLookOut] = Field(description="The latest window, slowest first.")
-    stages: list[StageLookOut] = Field(description="The latest window, most uneven first.")
+    stages: list[StageLookOut] = Field(
+        description="Each stage in the latest window it finished in, most uneven first."
+    )
 
 
 class JobActionOut(BaseModel):

@@ -11,11 +11,12 @@ task figures of the latest report windows:
 - *skew*: one partition of a stage holds at least ``skew_factor`` times its even share of the
   stage's rows (where partitions' rows are not reported: the longest task runs that many times
   the median), and that task outlasts the stage's work shared out over all the job's cores, so
-  that more cores cannot shorten the stage. The other stages may still gain from more cores:
-  the diagnosis gives the most cores that still shorten the batch's task time by at least
-  ``enough_gain`` (each stage lasting its longest task or its work over the cores, whichever
-  is longer);
-- *undecided*: the newest window shows a slow executor, a stalled one (running tasks but
+  that more cores cannot shorten the stage, in the windows the stage finished in (a batch
+  outlasting a window leaves its stages in different windows, and a window without the stage
+  says nothing of it). The other stages may still gain from more cores: the diagnosis gives
+  the most cores that still shorten the batch's task time by at least ``enough_gain`` (each
+  stage lasting its longest task or its work over the cores, whichever is longer);
+- *undecided*: the newest figures show a slow executor, a stalled one (running tasks but
   finishing none while its peers finish several) or a skewed stage that the earlier ones do not
   confirm yet (the remedy waits a window or two rather than grow on a guess);
 - otherwise *under-provisioned*: the remedy is more executors (today's path).
@@ -52,7 +53,8 @@ class DiagnosisSettings:
     share of the rows (Spark's adaptive execution calls a partition skewed at 5 times the
     median)."""
     windows: int = 3
-    """A finding must hold in each of this many latest report windows (at least 1)."""
+    """A finding must hold in each of this many latest report windows (for a skewed stage: the
+    latest windows it finished in; at least 1)."""
     enough_gain: float = 0.05
     """Growth of a skewed job is worth it while it shortens its batches' task time by at least
     this fraction of what the largest allocation would leave."""
@@ -81,17 +83,18 @@ def diagnose(
     """The diagnosis of a job running on ``cores`` cores, which may grow to ``top_cores``, from
     its latest task ``windows`` (oldest first)."""
     recent = list(windows[-settings.windows :])
-    if len(recent) == settings.windows:
-        skew = _skewed_stage(recent, cores, settings.skew_factor)
-        slow = _slow_executors(recent, settings.slow_factor)
-        # Rows falling unevenly into partitions is the data's doing, whatever the executors;
-        # and the executor that ran the hot task looks slow.
-        if skew is not None and (slow is None or _by_rows(skew, recent[-1])):
-            useful = useful_cores(recent[-1].stages, cores, top_cores, settings.enough_gain)
-            return dataclasses.replace(skew, useful_cores=useful)
-        if slow is not None:
-            return slow
-    watching = _arising(recent, cores, settings)
+    skew = _skewed_stage(windows, cores, settings.skew_factor, settings.windows)
+    slow = (
+        _slow_executors(recent, settings.slow_factor) if len(recent) == settings.windows else None
+    )
+    # Rows falling unevenly into partitions is the data's doing, whatever the executors;
+    # and the executor that ran the hot task looks slow.
+    if skew is not None and (slow is None or _by_rows(skew, windows)):
+        useful = useful_cores(latest_stages(windows), cores, top_cores, settings.enough_gain)
+        return dataclasses.replace(skew, useful_cores=useful)
+    if slow is not None:
+        return slow
+    watching = _arising(windows, cores, settings)
     if watching is not None:
         return Diagnosis(Finding.UNDECIDED, f"watching {watching} (seen in the latest windows)")
     if len(recent) < settings.windows:
@@ -103,26 +106,49 @@ def diagnose(
 
 
 def _arising(windows: Sequence[TaskWindow], cores: int, settings: DiagnosisSettings) -> str | None:
-    """A slow executor or skewed stage the newest window shows and every window since it first
-    appeared has shown (not one that comes and goes), described; ``None`` otherwise."""
-    if not windows:
+    """A slow executor or skewed stage that the latest figures show and every figure since it
+    first appeared has shown (not one that comes and goes), described; ``None`` otherwise.
+    Executors are read in the latest ``settings.windows`` windows, stages in the ones they
+    finished in."""
+    recent = windows[-settings.windows :]
+    if not recent:
         return None
-    skew = _found_in(windows[-1:], Finding.SKEW, cores, settings)
-    order = (Finding.SLOW_EXECUTOR, Finding.SKEW)
-    if skew is not None and _by_rows(skew, windows[-1]):
-        order = (Finding.SKEW, Finding.SLOW_EXECUTOR)
-    for finding in order:
-        latest = _found_in(windows[-1:], finding, cores, settings)
-        if latest is None:
-            continue
-        seen = [_found_in([w], finding, cores, settings) is not None for w in windows]
-        first = seen.index(True)
-        if all(seen[first:]):
-            return latest.reason.split(":")[0]
-    stalled = _stalled(windows[-1].executors)
+    skew = _arising_skew(windows, cores, settings.skew_factor)
+    slow = _arising_slow(recent, settings.slow_factor)
+    order = (slow, skew)
+    if skew is not None and _by_rows(skew, windows):
+        order = (skew, slow)
+    for found in order:
+        if found is not None:
+            return found.reason.split(":")[0]
+    stalled = _stalled(recent[-1].executors)
     if stalled:
         return f"executor {', '.join(stalled)}, running tasks but finishing none"
     return None
+
+
+def _arising_slow(windows: Sequence[TaskWindow], factor: float) -> Diagnosis | None:
+    latest = _slow_executors(windows[-1:], factor)
+    if latest is None:
+        return None
+    seen = [_slow_executors([w], factor) is not None for w in windows]
+    return latest if all(seen[seen.index(True) :]) else None
+
+
+def _arising_skew(windows: Sequence[TaskWindow], cores: int, factor: float) -> Diagnosis | None:
+    """The most uneven stage whose latest runs are skewed and whose earlier runs, from the first
+    skewed one, all were."""
+    arising: dict[str, int] = {}
+    for name, runs in _stage_runs(windows).items():
+        seen = [_skews(s, cores, factor) for s in runs]
+        if seen[-1] and all(seen[seen.index(True) :]):
+            arising[name] = len(seen) - seen.index(True)
+    found = [
+        d
+        for name, k in arising.items()
+        if (d := _skewed_stage(windows, cores, factor, k, only=name)) is not None
+    ]
+    return max(found, key=lambda d: (d.factor or 0.0, d.stage or ""), default=None)
 
 
 STALL_PEER_TASKS = 2
@@ -135,14 +161,6 @@ def _stalled(executors: Sequence[ExecutorTasks]) -> list[str]:
     if max((e.tasks for e in executors), default=0) < STALL_PEER_TASKS:
         return []
     return sorted(e.id for e in executors if e.tasks == 0 and (e.running or 0) > 0)
-
-
-def _found_in(
-    windows: Sequence[TaskWindow], finding: Finding, cores: int, settings: DiagnosisSettings
-) -> Diagnosis | None:
-    if finding is Finding.SLOW_EXECUTOR:
-        return _slow_executors(windows, settings.slow_factor)
-    return _skewed_stage(windows, cores, settings.skew_factor)
 
 
 def _slow_executors(windows: Sequence[TaskWindow], factor: float) -> Diagnosis | None:
@@ -188,40 +206,57 @@ def _slowness(executors: Sequence[ExecutorTasks]) -> dict[str, float]:
     return out
 
 
-def _skewed_stage(windows: Sequence[TaskWindow], cores: int, factor: float) -> Diagnosis | None:
-    found: dict[str, float] | None = None
+def _stage_runs(windows: Sequence[TaskWindow]) -> dict[str, list[StageTasks]]:
+    """Each stage's figures in the windows it finished in, oldest first. A batch outlasting a
+    window spreads its stages over two, so a window without a stage says nothing of it."""
+    runs: dict[str, list[StageTasks]] = {}
     for window in windows:
-        uneven = {
-            s.name: u
-            for s in window.stages
-            if (u := _unevenness(s)) >= factor and _bounds_stage(s, cores)
-        }
-        found = (
-            uneven
-            if found is None
-            else {n: min(found[n], u) for n, u in uneven.items() if n in found}
-        )
-        if not found:
-            return None
+        for s in window.stages:
+            runs.setdefault(s.name, []).append(s)
+    return runs
+
+
+def latest_stages(windows: Sequence[TaskWindow]) -> tuple[StageTasks, ...]:
+    """Each stage's figures in the latest window it finished in: the stages of the latest
+    batches."""
+    return tuple(runs[-1] for runs in _stage_runs(windows).values())
+
+
+def _skews(stage: StageTasks, cores: int, factor: float) -> bool:
+    return _unevenness(stage) >= factor and _bounds_stage(stage, cores)
+
+
+def _skewed_stage(
+    windows: Sequence[TaskWindow], cores: int, factor: float, needed: int, only: str | None = None
+) -> Diagnosis | None:
+    """The most uneven stage skewed in each of the latest ``needed`` windows it finished in."""
+    found: dict[str, tuple[float, StageTasks]] = {}
+    for name, runs in _stage_runs(windows).items():
+        last = runs[-needed:]
+        if only not in (None, name) or len(last) < needed:
+            continue
+        if all(_skews(s, cores, factor) for s in last):
+            found[name] = (min(_unevenness(s) for s in last), last[-1])
     if not found:
         return None
-    stage = max(found, key=lambda n: (found[n], n))
-    latest = next(s for s in windows[-1].stages if s.name == stage)
+    stage = max(found, key=lambda n: (found[n][0], n))
+    least, latest = found[stage]
     return Diagnosis(
         Finding.SKEW,
-        f"skew in stage {stage}: its largest partition holds {found[stage]:.1f}x its even "
+        f"skew in stage {stage}: its largest partition holds {least:.1f}x its even "
         f"share; its longest task ({latest.max_task_ms:.0f} ms) outlasts the stage's work "
         f"over {cores} cores, so more executors will not shorten it",
         stage=stage,
-        factor=found[stage],
+        factor=least,
     )
 
 
-def _by_rows(skew: Diagnosis, window: TaskWindow) -> bool:
+def _by_rows(skew: Diagnosis, windows: Sequence[TaskWindow]) -> bool:
     """The skewed stage's unevenness is measured in rows (the largest partition's share), not
     inferred from task times, which a slow executor would stretch too."""
     return any(
-        s.name == skew.stage and s.largest_partition_share is not None for s in window.stages
+        s.name == skew.stage and s.largest_partition_share is not None
+        for s in latest_stages(windows)
     )
 
 
@@ -305,9 +340,11 @@ class StageLook:
 
 
 def latest_look(
-    window: TaskWindow, cores: int
+    windows: Sequence[TaskWindow], cores: int
 ) -> tuple[tuple[ExecutorLook, ...], tuple[StageLook, ...]]:
-    """The executors (slowest first) and stages (most uneven first) of one task window."""
+    """The executors (slowest first) of the latest task window and the stages (most uneven
+    first) of the latest batches."""
+    window = windows[-1]
     slowness = _slowness(window.executors)
     executors = tuple(
         sorted(
@@ -330,7 +367,7 @@ def latest_look(
                     _unevenness(s),
                     _bounds_stage(s, cores),
                 )
-                for s in window.stages
+                for s in latest_stages(windows)
             ),
             key=lambda x: (-x.unevenness, x.name),
         )

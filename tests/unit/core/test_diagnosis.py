@@ -8,6 +8,7 @@ from scheduler.core.diagnosis import (
     DiagnosisSettings,
     Finding,
     diagnose,
+    latest_look,
     task_time_ms,
     useful_cores,
 )
@@ -170,3 +171,33 @@ def test_skew_gives_the_useful_cores() -> None:
     assert d.finding is Finding.SKEW
     assert d.useful_cores == useful_cores(hot, 2, 16, SETTINGS.enough_gain)
     assert d.useful_cores is not None and 2 < d.useful_cores <= 8
+
+
+def test_a_window_without_the_skewed_stage_neither_confirms_nor_clears_it() -> None:
+    # Batches outlasting a window: the read stage finishes in one window, the hot one in the next.
+    read, hot = stage("read", 8, 100.0, 110.0, 1 / 8), stage("aggregate", 8, 100.0, 700.0, 6 / 8)
+    execs = executors(100, 104)
+    halves = [TaskWindow(execs, (read,)), TaskWindow(execs, (hot,))] * 3
+    for seen in (halves, [*halves, TaskWindow(execs, (read,))]):
+        d = diagnose(seen, 2, 16, SETTINGS)
+        assert d.finding is Finding.SKEW, seen
+        assert d.stage == "aggregate"
+        # (the useful cores count both stages, each from the latest window it finished in)
+        assert d.useful_cores == useful_cores((read, hot), 2, 16, SETTINGS.enough_gain)
+    # Seen skewed twice, the hot stage is watched whatever the windows between show.
+    d = diagnose(halves[:-1], 2, 16, SETTINGS)
+    assert d.finding is Finding.UNDECIDED
+    assert d.reason.startswith("watching skew in stage aggregate")
+    # A run of the stage that is even clears it, however many windows lack it.
+    even = stage("aggregate", 8, 100.0, 120.0, 1 / 8)
+    cleared = [*halves, TaskWindow(execs, (even,)), TaskWindow(execs, (read,))]
+    assert diagnose(cleared, 2, 16, SETTINGS).finding is Finding.UNDER_PROVISIONED
+
+
+def test_the_latest_look_shows_each_stage_from_the_latest_window_it_finished_in() -> None:
+    read, hot = stage("read", 8, 100.0, 110.0, 1 / 8), stage("aggregate", 8, 100.0, 700.0, 6 / 8)
+    slow, fast = executors(300, 100), executors(100, 100)
+    execs, stages = latest_look([TaskWindow(slow, (read, hot)), TaskWindow(fast, (read,))], 2)
+    assert [s.name for s in stages] == ["aggregate", "read"]
+    assert stages[0].unevenness == pytest.approx(6.0) and stages[0].bounds_stage
+    assert all(e.slowness == pytest.approx(1.0) for e in execs)  # (executors: the latest window)

@@ -102,7 +102,7 @@ def job_diagnosis(
         note = "its reports carry no task figures (none yet, or an agent that does not send them)"
         return JobDiagnosis(job.job_id, None, False, note, 0)
     running = m.executors_reported if m.executors_reported is not None else job.executors
-    executors, stages = latest_look(m.task_windows[-1], running * job.cores_per_executor)
+    executors, stages = latest_look(m.task_windows, running * job.cores_per_executor)
     acted = settings is not None and settings.diagnose and not meets_slo(job.utility, job.priority)
     note = (
         _what_is_done(job, found, settings, policy)
