@@ -203,7 +203,8 @@ class StageTasksIn(Strict):
 
 
 class StateIn(Strict):
-    """What the queries' state operators hold (reported by the agent; not used yet)."""
+    """What the queries' state operators hold (reported by the agent): all zero, the job keeps
+    no state, which ``henge``'s ``price_moves`` reads."""
 
     rows: Count | None = None
     memory_bytes: Count | None = None

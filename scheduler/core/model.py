@@ -92,6 +92,8 @@ class JobMetrics(WindowValues):
     """The time the window's reports cover (the span rates are per)."""
     task_windows: tuple[TaskWindow, ...] = ()
     """The task figures of the window's reports that carry them, oldest first."""
+    holds_state: bool | None = None
+    """Whether the job keeps state between batches, by its latest report that tells."""
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,9 @@ class Report:
     edges: tuple[Edge, ...] = ()
     executor_tasks: tuple[ExecutorTasks, ...] = ()
     stages: tuple[StageTasks, ...] = ()
+    holds_state: bool | None = None
+    """Whether the job's queries keep state between batches (their state operators hold rows
+    or memory), which a change of executors reloads; ``None`` when not reported."""
 
     @property
     def duration_s(self) -> float:
@@ -214,4 +217,10 @@ def report_from_document(doc: Mapping[str, Any]) -> Report:
             )
             for s in doc.get("stages") or ()
         ),
+        holds_state=_holds_state(doc.get("state")),
     )
+
+
+def _holds_state(state: Mapping[str, Any] | None) -> bool | None:
+    figures = [v for v in (state or {}).values() if v is not None]
+    return any(v > 0 for v in figures) if figures else None

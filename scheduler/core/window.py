@@ -310,4 +310,7 @@ def window_metrics(
         task_windows=tuple(
             TaskWindow(r.executor_tasks, r.stages) for r in inside if r.executor_tasks or r.stages
         ),
+        holds_state=next(
+            (r.holds_state for r in reversed(inside) if r.holds_state is not None), None
+        ),
     )

@@ -56,6 +56,8 @@ Skew = tuple[tuple[int, float], ...]
 """(stage index, factor) for the stages whose largest partition holds ``factor`` times the mean
 partition's rows; empty: no skew."""
 
+MIB = 1024 * 1024
+
 _STAT_SHARE = {LatencyStat.MEAN: 0.5, LatencyStat.P95: 0.95, LatencyStat.P99: 0.99}
 
 
@@ -69,6 +71,7 @@ class JobConstants:
         self.trigger_s = job.trigger_interval_s
         self.overhead_s = job.batch_overhead_ms / 1000.0
         self.reload_s = job.state.reload_s if job.state is not None else 0.0
+        self.state_mb = job.state.size_mb if job.state is not None else 0.0
         self.max_rows = job.max_rows_per_batch
         self.noise = job.noise
         self.noise_scale = job.noise * math.sqrt(6.0)
@@ -382,6 +385,7 @@ class JobRun:
             ],
             "batches": batch_documents(done, clock),
             "latency_ms": latency,
+            "state": {"memory_bytes": model.state_mb * MIB},
             **(self._task_documents(done, w1) if self.task_figures else {}),
         }
 

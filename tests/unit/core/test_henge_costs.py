@@ -319,3 +319,34 @@ def test_a_judgement_put_off_folds_the_moved_jobs_errors_in_once() -> None:
     plan, state = decide(priced(True), [settled(hi_now), lo_now], state, 210, free=0.0)
     assert "the last move holds" in plan.reason
     assert state.errors["lo"] == pytest.approx(0.7 * start, abs=1e-4)
+
+
+def keeping(view: JobView, state: bool | None) -> JobView:
+    """``view`` whose reports say whether it keeps state (``None``: they do not say)."""
+    assert view.metrics is not None
+    return replace(view, metrics=replace(view.metrics, holds_state=state))
+
+
+@pytest.mark.parametrize("state", [True, None, False])
+def test_a_job_that_keeps_no_state_is_not_held_after_its_change(state: bool | None) -> None:
+    # Still recovering from its last change: held where it is, unless it keeps no state (its
+    # change reloads nothing, and its charge still prices the executors' start).
+    low = keeping(streaming("low", 4, 4000.0), state)
+    opened = Transient(at(-20).timestamp(), 1.0, 4, None, ())
+    following = {"low": ChangeCost(None, None, 0, opened)}
+    plan, _ = decide(priced(True), [low], ProductState(models=fitted([low]), costs=following), 0)
+    assert (plan.action is ActionKind.RECONFIGURE) is (state is False), plan.reason
+
+    # A move whose jobs stall for 70 s is judged once they recover, whether they keep state or
+    # not: a window holding the new executors' start looks like a loss too.
+    hi, lo = streaming("hi", 4, 4000.0, priority=90.0), streaming("lo", 30, 2000.0)
+    history = {k: ChangeCost(5.0, 200.0, 4, None) for k in ("hi", "lo")}
+    moves = ProductState(models=fitted([hi, lo]), costs=history)
+    plan, moves = decide(priced(True), [hi, lo], moves, 0, free=0.0)
+    moved = targets(plan)
+    during = [
+        keeping(stalled(streaming("hi", moved["hi"], 4000.0, priority=90.0)), state),
+        keeping(stalled(streaming("lo", moved["lo"], 2000.0)), state),
+    ]
+    plan, _ = decide(priced(True), during, moves, 70, free=0.0)
+    assert plan.action is ActionKind.NONE and "130 s left at most" in plan.reason

@@ -9,7 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler.core.juice import Edge
-from scheduler.core.report import BatchReport, LatencyReport, Report, SourceReport
+from scheduler.core.report import (
+    BatchReport,
+    LatencyReport,
+    Report,
+    SourceReport,
+    report_from_document,
+)
 from scheduler.core.slo import SLO, LatencyStat
 from scheduler.core.window import assess_report, batch_fit, select_window, window_metrics
 
@@ -277,3 +283,30 @@ def test_the_per_batch_overhead_is_fitted_from_batches_of_varied_sizes() -> None
     alike = [BatchReport(start, start + timedelta(seconds=1.0), 500.0)] * 5
     assert batch_fit(alike) is None  # the fixed part cannot be told from the rest
     assert batch_fit(batches[:2]) is None
+
+
+def test_whether_a_job_keeps_state_is_read_from_its_latest_report_that_tells() -> None:
+    def stated(start: float, state: dict[str, float | None] | None) -> Report:
+        doc = {
+            "window_start": at(start).isoformat(),
+            "window_end": at(start + 10).isoformat(),
+            "executors": 2,
+            "busy_core_ms": 1_000,
+            **({"state": state} if state is not None else {}),
+        }
+        return report_from_document(doc)
+
+    none, empty = stated(0, {"rows": 0, "memory_bytes": 0}), stated(10, {"rows": None})
+    kept, untold = stated(20, {"rows": 0, "memory_bytes": 4096}), stated(30, None)
+    assert (none.holds_state, empty.holds_state, kept.holds_state) == (False, None, True)
+    assert untold.holds_state is None
+
+    def holds(*reports: Report) -> bool | None:
+        m = window_metrics(list(reports), LATENCY_SLO, priority=3, now=at(40))
+        assert m is not None
+        return m.holds_state
+
+    assert holds(none, empty) is False
+    assert holds(none, empty, kept, untold) is True
+    assert holds(kept, stated(30, {"rows": 0, "memory_bytes": 0})) is False
+    assert holds(empty, untold) is None

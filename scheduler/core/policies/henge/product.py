@@ -47,10 +47,10 @@ One round, on the jobs ``decide`` counted:
    raises some job's predicted utility by ``min_gain`` of its priority, the move toward it is
    made at once, several jobs together (a reconfiguration). With ``price_moves`` every count but
    the held one is charged what a change has cost the job over how long the new count should
-   hold, and a job whose window may still hold the stall of its last change offers only what it
-   holds; with ``proactive`` a job with a trusted forecast is ready for its highest mean over
-   the time a move takes to take effect, and one meeting its SLO that would miss it there
-   counts as missing.
+   hold, and a job that may keep state whose window may still hold the stall of its last change
+   offers only what it holds; with ``proactive`` a job with a trusted forecast is ready for its
+   highest mean over the time a move takes to take effect, and one meeting its SLO that would
+   miss it there counts as missing.
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -1010,14 +1010,23 @@ class ProductRound:
     def priced(self, job: JobView, points: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """``points`` with every count but the held one charged what a change costs ``job``
         per second of the time its new allocation is expected to hold, and none but the held
-        one while its window may hold the stall of its last change (``price_moves``)."""
+        one while it may keep state and its window may hold the stall of its last change
+        (``price_moves``)."""
         held = job.executors
-        if self.s.price_moves and recovering(self.state.costs.get(job.job_id), self.now_s):
+        stalled = self.stalls(job) and recovering(self.state.costs.get(job.job_id), self.now_s)
+        if self.s.price_moves and stalled:
             return [(n, v) for n, v in points if n == held]
         per_s = self.change_charge(job)
         if per_s <= 0:
             return points
         return [(n, v - per_s) if n != held else (n, v) for n, v in points]
+
+    @staticmethod
+    def stalls(job: JobView) -> bool:
+        """Whether a change may stall ``job`` beyond its new executors' start: unless its
+        reports say it keeps no state, which a change would reload (``price_moves`` holds a job
+        that may stall where it is while it recovers)."""
+        return job.metrics is None or job.metrics.holds_state is not False
 
     def settling(self, job: JobView) -> bool:
         """Whether ``job`` has not settled since its last change (``price_moves``): what it

@@ -129,9 +129,10 @@ class ProductSettings:
     its model's per-batch overhead is kept until it has settled; a move that would be reverted
     while its jobs may still be stalled waits for them to recover, for their usual time to
     settle at most (``5 × quiesce_s``), so that a stall it was expected to cause does not revert
-    it, and a move that holds is kept at once. A job missing its SLO whose model puts its
-    per-batch overhead above what the SLO allows is sized by its row cost (for throughput at a
-    guessed utilisation) instead of eq. 2.4. Off (the
+    it, and a move that holds is kept at once. A job whose reports say it keeps no state (a
+    change reloads nothing) is not left where it is. A job missing its SLO
+    whose model puts its per-batch overhead above what the SLO allows is sized by its row cost
+    (for throughput at a guessed utilisation) instead of eq. 2.4. Off (the
     default until it holds on every built-in scenario; see ``docs/benchmarks.md``): changes are
     free and a move is judged after ``quiesce_s`` at the most."""
 
