@@ -350,3 +350,23 @@ def test_a_job_that_keeps_no_state_is_not_held_after_its_change(state: bool | No
     ]
     plan, _ = decide(priced(True), during, moves, 70, free=0.0)
     assert plan.action is ActionKind.NONE and "130 s left at most" in plan.reason
+
+
+@pytest.mark.parametrize("state", [True, None, False])
+def test_a_job_recovering_from_its_change_gives_nothing_away(state: bool | None) -> None:
+    # A job of higher priority misses its SLO in a full cluster; the only donor changed 20 s
+    # ago and its window may still hold the change's stall: what it earns tells what the
+    # change cost, not what its executors are worth, so it gives none of them away yet.
+    hi, lo = streaming("hi", 4, 4000.0, priority=90.0), keeping(streaming("lo", 30, 2000.0), state)
+    models = fitted([hi, lo])
+    opened = Transient(at(-20).timestamp(), 1.0, 29, at(-10).timestamp(), ())
+    state_then = ProductState(models=models, costs={"lo": ChangeCost(None, None, 0, opened)})
+    plan, _ = decide(priced(True), [hi, lo], state_then, 0, free=0.0)
+    assert plan.action is ActionKind.NONE, plan.reason
+
+    # Once its window holds only batches after the stall, it gives way as any donor does.
+    clear = opened._replace(clear_s=at(-5).timestamp())
+    state_now = ProductState(models=models, costs={"lo": ChangeCost(None, None, 0, clear)})
+    plan, _ = decide(priced(True), [hi, lo], state_now, 0, free=0.0)
+    moved = targets(plan)
+    assert moved["lo"] < 30 and moved["hi"] > 4, plan.reason

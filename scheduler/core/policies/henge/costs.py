@@ -23,9 +23,10 @@ measured until it has settled.
 
 The policy charges every count other than the one a job holds its priority times its dip over
 the time the new allocation is expected to hold (see :func:`charge`; while the first change of a
-job is followed, the dip it has had so far), leaves a job that has not recovered since its last
-change where it is, and before it judges a move waits for the moved jobs to recover, for their
-usual time to settle at most (a stall it expected is no sign that the move failed).
+job is followed, the dip it has had so far), takes nothing from a job that has not recovered
+since its last change (and leaves it where it is when it may keep state), and before it judges
+a move waits for the moved jobs to recover, for their usual time to settle at most (a stall it
+expected is no sign that the move failed).
 """
 
 from __future__ import annotations

@@ -47,10 +47,10 @@ One round, on the jobs ``decide`` counted:
    raises some job's predicted utility by ``min_gain`` of its priority, the move toward it is
    made at once, several jobs together (a reconfiguration). With ``price_moves`` every count but
    the held one is charged what a change has cost the job over how long the new count should
-   hold, and a job that may keep state whose window may still hold the stall of its last change
-   offers only what it holds; with ``proactive`` a job with a trusted forecast is ready for its
-   highest mean over the time a move takes to take effect, and one meeting its SLO that would
-   miss it there counts as missing.
+   hold, and a job whose window may still hold the stall of its last change offers nothing below
+   what it holds (nothing but it when it may keep state); with ``proactive`` a job with a
+   trusted forecast is ready for its highest mean over the time a move takes to take effect,
+   and one meeting its SLO that would miss it there counts as missing.
 4. Otherwise, give back: jobs meeting their SLO whose model says they need fewer executors even
    at ``keep_headroom`` over their recent peak, for ``stabilization_s`` in a row, drop to that.
 5. ``not_converged`` becomes ``converged`` after ``settle_rounds`` rounds with nothing to do.
@@ -1009,13 +1009,15 @@ class ProductRound:
 
     def priced(self, job: JobView, points: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """``points`` with every count but the held one charged what a change costs ``job``
-        per second of the time its new allocation is expected to hold, and none but the held
-        one while it may keep state and its window may hold the stall of its last change
-        (``price_moves``)."""
+        per second of the time its new allocation is expected to hold (``price_moves``).
+        While its window may hold the stall of its last change, none below the held one (what
+        it earns then tells what the change cost, not what its executors are worth: priced at
+        it, a job just grown would be the cheapest donor, and jobs of one priority would pass
+        executors back and forth), and none but the held one while it may keep state."""
         held = job.executors
-        stalled = self.stalls(job) and recovering(self.state.costs.get(job.job_id), self.now_s)
-        if self.s.price_moves and stalled:
-            return [(n, v) for n, v in points if n == held]
+        if self.s.price_moves and recovering(self.state.costs.get(job.job_id), self.now_s):
+            grows = not self.stalls(job)
+            points = [(n, v) for n, v in points if n == held or (grows and n > held)]
         per_s = self.change_charge(job)
         if per_s <= 0:
             return points
@@ -1025,7 +1027,7 @@ class ProductRound:
     def stalls(job: JobView) -> bool:
         """Whether a change may stall ``job`` beyond its new executors' start: unless its
         reports say it keeps no state, which a change would reload (``price_moves`` holds a job
-        that may stall where it is while it recovers)."""
+        that may stall where it is while it recovers; one that keeps none may grow then)."""
         return job.metrics is None or job.metrics.holds_state is not False
 
     def settling(self, job: JobView) -> bool:

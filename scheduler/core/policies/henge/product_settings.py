@@ -130,7 +130,8 @@ class ProductSettings:
     while its jobs may still be stalled waits for them to recover, for their usual time to
     settle at most (``5 × quiesce_s``), so that a stall it was expected to cause does not revert
     it, and a move that holds is kept at once. A job whose reports say it keeps no state (a
-    change reloads nothing) is not left where it is. A job missing its SLO
+    change reloads nothing) may grow meanwhile, but gives nothing away: what it earns then
+    tells what the change cost, not what its executors are worth. A job missing its SLO
     whose model puts its per-batch overhead above what the SLO allows is sized by its row cost
     (for throughput at a guessed utilisation) instead of eq. 2.4. Off (the
     default until it holds on every built-in scenario; see ``docs/benchmarks.md``): changes are
