@@ -963,11 +963,12 @@ def bench_reference(
             reference,
             fraction_text(Spread(**values["utility_fraction"])),
             fraction_text(Spread(**values["oracle_fraction"])),
+            f"{values['changes_per_job_day']:.1f}",
         ]
         for scenario, references in figures.items()
         for reference, values in references.items()
     ]
-    columns = ["scenario", "reference", "utility fraction", "oracle fraction"]
+    columns = ["scenario", "reference", "utility fraction", "oracle fraction", "changes/job/day"]
     _table("reference allocations (mean (worst) over the seeds)", columns, rows)
     for reference in chosen:
         out.print(f"{reference.name}: {reference.summary}", highlight=False, soft_wrap=True)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from scheduler.bench.table import spread_of
+from scheduler.bench.table import changes_per_job_day, spread_of
 from scheduler.sim.reference import REFERENCE_POLICY, REFERENCES, Reference
 from scheduler.sim.run import load, run_scenario, run_settings
 from scheduler.sim.summary import summarize
@@ -19,7 +19,8 @@ def measure_references(
     references: Sequence[Reference] = REFERENCES,
 ) -> dict[str, Any]:
     """Per scenario and reference: the fractions' mean and worst over the seeds (a
-    :class:`~scheduler.bench.table.Spread` as a mapping)."""
+    :class:`~scheduler.bench.table.Spread` as a mapping) and the mean of its changes per job
+    and simulated day."""
     figures: dict[str, Any] = {}
     for name in scenarios:
         scenario = load(name)
@@ -41,6 +42,7 @@ def measure_references(
                 "oracle_fraction": asdict(
                     spread_of([r["utility"]["oracle_fraction"] for r in runs])
                 ),
+                "changes_per_job_day": spread_of([changes_per_job_day(r) for r in runs]).mean,
             }
         figures[name] = rows
     return figures

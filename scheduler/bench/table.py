@@ -184,11 +184,11 @@ def _merge(scenario: str, policy: str, group: Sequence[Mapping[str, Any]]) -> Ro
             for key in tiers
         },
         tier_recovery={key: _tier_recovery(key, with_events) for key in tiers},
-        changes_per_job_day=_mean([_changes_per_job_day(s) for s in group]),
+        changes_per_job_day=_mean([changes_per_job_day(s) for s in group]),
     )
 
 
-def _changes_per_job_day(summary: Mapping[str, Any]) -> float | None:
+def changes_per_job_day(summary: Mapping[str, Any]) -> float | None:
     jobs = summary.get("jobs") or []
     days = float(summary.get("sim_seconds") or 0.0) / 86_400.0
     if not jobs or days <= 0:

@@ -264,19 +264,25 @@ class Simulation:
             self.actions.append(ActionEvent(t_s, plan.action.value, name, held, held,
                                             replaced.reason))  # fmt: skip
         if self.steering is not None:
-            self._steer()
+            self._steer(t_s)
         sample = self._sample(outcome, t_s)
         self.samples.append(sample)
         self._note_errors()
         return sample
 
-    def _steer(self) -> None:
+    def _steer(self, t_s: float) -> None:
+        """Impose the steering's allocation, each change recorded as a ``reconfigure`` so that
+        a reference's changes are counted as a policy's are."""
         assert self.steering is not None
         specs = [s for s in self.world.specs() if s.name in self.ids]
         for name, executors in self.steering(self.world, specs, self.clock.now).items():
-            if executors != self.targets.get(name):
+            held = self.targets.get(name)
+            if executors != held:
                 self.world.set_target(name, executors)
                 self.targets[name] = executors
+                if held is not None:
+                    self.actions.append(ActionEvent(t_s, "reconfigure", name, held, executors,
+                                                    "the reference's allocation"))  # fmt: skip
 
     def _note_errors(self) -> None:
         """Per-job model errors, from a policy state that keeps them under ``errors`` (``henge``,

@@ -643,6 +643,7 @@ def test_bench_reference_plays_one_reactive_reference_per_stretch(tmp_path: Path
     ]  # fmt: skip
     for row in figures.values():
         assert row["seeds"] == [1] and 0 < row["oracle_fraction"]["mean"] <= 1.0 + 1e-9
+        assert row["changes_per_job_day"] > 0  # the first decision moves the admission sizes
 
 
 @pytest.mark.parametrize("option", ["--lookbacks", "--means", "--foresight"])

@@ -4,6 +4,7 @@ imposed on the simulated world every round in place of the policy's plan."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -184,8 +185,12 @@ def test_a_steering_replaces_the_policy_plan_every_round() -> None:
 
     result = run_scenario(scn, REFERENCE_POLICY, 1, steering=seven)
     acting = [s for s in result.samples if s.t_s >= 0]
-    assert len(calls) == len(acting) and not result.actions  # the policy never moved a thing
+    assert len(calls) == len(acting)
     assert all(s.executors == {"a": 7} for s in acting)
+    # The one change is the steering's, counted as a policy's would be; the policy made none.
+    assert [(a.kind, a.job, a.from_executors, a.to_executors) for a in result.actions] == [
+        ("reconfigure", "a", 4, 7)
+    ]
     # The executors the steering set are what the cluster held: 7 cores over the run.
     assert result.executor_core_seconds / result.sim_seconds == pytest.approx(7.0, rel=0.05)
 
@@ -195,3 +200,17 @@ def test_the_played_oracle_reaches_the_bound_on_a_steady_input() -> None:
     (played, *_) = REFERENCES
     summary = summarize(run_scenario(scn, REFERENCE_POLICY, 1, steering=played.steering(10.0)))
     assert summary["utility"]["oracle_fraction"] > 0.97
+
+
+def test_each_change_a_steering_makes_counts_as_an_action_of_its_job() -> None:
+    scn = dataclasses.replace(scenario(), duration_s=1500)
+
+    def flapping(world: World, specs: Sequence[SimJobSpec], now: datetime) -> Mapping[str, int]:
+        return {s.name: 5 + int((now - world.start).total_seconds() // 100) % 2 for s in specs}
+
+    result = run_scenario(scn, REFERENCE_POLICY, 1, steering=flapping)
+    acting = [s.executors["a"] for s in result.samples if s.t_s >= 0]
+    changes = sum(a != b for a, b in itertools.pairwise(acting)) + (acting[0] != 4)
+    summary = summarize(result)
+    assert changes > 5
+    assert summary["actions"]["reconfigure"] == summary["jobs"][0]["actions"] == changes
