@@ -89,6 +89,7 @@ from scheduler.core.policies.henge.allocate import (
     move_toward,
     solve,
 )
+from scheduler.core.policies.henge.budget import changes_left, spend
 from scheduler.core.policies.henge.costs import ChangeCost, Flow, Transient, charge, recovering
 from scheduler.core.policies.henge.model import (
     JobModel,
@@ -326,6 +327,9 @@ class ProductRound:
         )
         if self.s.proactive:
             self.update(forecast_errors=keep_frozen(snap, st.forecast_errors, self.scored()))
+        if st.budgets:
+            live = {k: v for k, v in st.budgets.items() if k in self.by_id}
+            self.update(budgets=keep_frozen(snap, st.budgets, live))
         if st.costs:
             # (after the models are updated: the expected utility is their newest prediction)
             costs: dict[str, ChangeCost] = {}
@@ -1015,6 +1019,8 @@ class ProductRound:
         it, a job just grown would be the cheapest donor, and jobs of one priority would pass
         executors back and forth), and none but the held one while it may keep state."""
         held = job.executors
+        if not self.can_change(job):
+            return [(n, v) for n, v in points if n == held]
         if self.s.price_moves and recovering(self.state.costs.get(job.job_id), self.now_s):
             grows = not self.stalls(job)
             points = [(n, v) for n, v in points if n == held or (grows and n > held)]
@@ -1022,6 +1028,15 @@ class ProductRound:
         if per_s <= 0:
             return points
         return [(n, v - per_s) if n != held else (n, v) for n, v in points]
+
+    def can_change(self, job: JobView) -> bool:
+        """Whether ``job`` has a change left in its budget (always, without
+        ``changes_per_day``)."""
+        per_day = self.s.changes_per_day
+        if per_day <= 0:
+            return True
+        budget = self.state.budgets.get(job.job_id)
+        return changes_left(budget, self.now_s, per_day, self.s.change_burst) >= 1.0
 
     @staticmethod
     def stalls(job: JobView) -> bool:
@@ -1250,8 +1265,10 @@ class ProductRound:
             since = self.state.surplus_since.get(job.job_id, self.now_s)
             surplus[job.job_id] = since
             # Executors held for a skew that has gone go back at once: the need they met has
-            # gone with it, not passed with the input.
-            if self.now_s - since >= self.s.stabilization_s or self.skew_gone(job):
+            # gone with it, not passed with the input. (A job out of changes keeps its surplus,
+            # and its time, until it has one.)
+            due = self.now_s - since >= self.s.stabilization_s or self.skew_gone(job)
+            if due and self.can_change(job):
                 changes.append(Change(job.job_id, job.executors, keep, "give back: not needed"))
         for change in changes:
             del surplus[change.job_id]
@@ -1325,6 +1342,13 @@ class ProductRound:
                 ran_before=ran[job_id][0] if job_id in ran else None,
             )
         self.update(last_move=Move(self.now, moved, revert=revert))
+        if self.s.changes_per_day > 0:
+            changed = (c.job_id for c in changes if c.to_executors != c.from_executors)
+            budgets = spend(
+                self.state.budgets, changed, self.now_s, self.s.changes_per_day,
+                self.s.change_burst,
+            )  # fmt: skip
+            self.update(budgets=budgets)
         if self.s.price_moves:
             self.begin_changes(changes)
 

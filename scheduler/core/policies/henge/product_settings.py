@@ -137,6 +137,19 @@ class ProductSettings:
     default until it holds on every built-in scenario; see ``docs/benchmarks.md``): changes are
     free and a move is judged after ``quiesce_s`` at the most."""
 
+    changes_per_day: float = 0.0
+    """Above 0: ration each job's changes to this many a day on average, at most
+    ``change_burst`` in a row (a token bucket, :mod:`.budget`). A job with less than one change
+    left is held where it is (no growth, no cut, no give-back) until it has earned one; a move
+    that is reverted spends one change of each of its jobs twice. For users who count each
+    rescale (every change of a Spark job's executors restarts tasks and loses cached
+    partitions): the input's minute-to-minute noise is then met with the executors the job
+    holds, at the utility that costs (``docs/benchmarks.md``, "A budget of changes"). 0 (the
+    default): no budget."""
+    change_burst: float = 2.0
+    """With ``changes_per_day``: the most changes a job may save up, and its budget at its
+    start: a change and its undoing (a lend and its return, a move and its revert)."""
+
     proactive: bool = False
     """Make each job whose input forecast is trusted ready for the forecast's highest mean over
     the time a move needs to take effect (``quiesce_s`` to judge it, plus the job's usual time
@@ -181,6 +194,8 @@ class ProductSettings:
         require(self.model_max_error >= 0, "model_max_error must be >= 0")
         require(0 <= self.priority_epsilon < 0.01, "priority_epsilon must be in [0, 0.01)")
         require(self.backlog_debt >= 0, "backlog_debt must be >= 0")
+        require(self.changes_per_day >= 0, "changes_per_day must be >= 0 (0: no budget)")
+        require(self.change_burst >= 1, "change_burst must be >= 1")
         require(self.slow_executor_factor > 1, "slow_executor_factor must be > 1")
         require(self.skew_factor > 1, "skew_factor must be > 1")
         require(self.diagnosis_windows >= 1, "diagnosis_windows must be >= 1")

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from scheduler.core.model import ClusterState
+from scheduler.core.policies.henge.budget import Budget
 from scheduler.core.policies.henge.costs import ChangeCost, costs_from_json, dump_cost
 from scheduler.core.policies.henge.model import JobModel, models_from_json
 from scheduler.core.policies.henge.rises import Rises, dump_rises, rises_from_json
@@ -85,6 +86,9 @@ class ProductState:
     costs: Mapping[str, ChangeCost] = field(default_factory=dict)
     """Per job: what a change of its executors has cost it, and the change being followed
     (:mod:`~scheduler.core.policies.henge.costs`; with ``price_moves`` only)."""
+    budgets: Mapping[str, Budget] = field(default_factory=dict)
+    """Per job: the changes it had left after its last change
+    (:mod:`~scheduler.core.policies.henge.budget`; with ``changes_per_day`` only)."""
     forecast_errors: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Per job: moving averages of the absolute error of its forecast's mean and of the
     seasonal-naive forecast against its measured input (``proactive`` only)."""
@@ -147,6 +151,7 @@ def dump(state: ProductState) -> JSONDict:
         },
         "skewed_at": dict(sorted(state.skewed_at.items())),
         "costs": {k: dump_cost(v) for k, v in sorted(state.costs.items())},
+        "budgets": {k: list(v) for k, v in sorted(state.budgets.items())},
         "forecast_errors": {k: list(v) for k, v in sorted(state.forecast_errors.items())},
         "settle_count": state.settle_count,
         "best_fraction": state.best_fraction,
@@ -197,6 +202,9 @@ def load(data: Mapping[str, Any]) -> ProductState:
         },
         skewed_at={str(k): float(v) for k, v in (data.get("skewed_at") or {}).items()},
         costs=costs_from_json(data.get("costs")),
+        budgets={
+            str(k): Budget(float(v[0]), float(v[1])) for k, v in (data.get("budgets") or {}).items()
+        },
         forecast_errors={
             str(k): (float(v[0]), float(v[1]))
             for k, v in (data.get("forecast_errors") or {}).items()
