@@ -14,6 +14,7 @@ from scheduler.core.policies.henge.costs import ChangeCost, Flow, Transient
 from scheduler.core.policies.henge.product import HengeProductPolicy
 from scheduler.core.policies.henge.product_settings import ProductSettings
 from scheduler.core.policies.henge.product_state import ProductState, dump, load
+from scheduler.core.policies.henge.rises import Rises
 
 from .henge_builders import at
 from .test_henge_product import behind, decide, fitted, streaming, targets
@@ -370,3 +371,23 @@ def test_a_job_recovering_from_its_change_gives_nothing_away(state: bool | None)
     plan, _ = decide(priced(True), [hi, lo], state_now, 0, free=0.0)
     moved = targets(plan)
     assert moved["lo"] < 30 and moved["hi"] > 4, plan.reason
+
+
+@pytest.mark.parametrize(("steady_s", "grows"), [(None, False), (3 * 3600.0, True)])
+def test_a_change_after_a_first_rise_is_priced_over_the_calm_before_it(
+    steady_s: float | None, grows: bool
+) -> None:
+    # `low` misses on 4 executors after its input's first rise, a minute ago; a change has cost
+    # it a minute of all it earns. Priced over the minute since the rise, growing does not pay;
+    # over the three hours its input went without one before it, it does.
+    low = streaming("low", 4, 4000.0)
+    now = at(0).timestamp()
+    first = None if steady_s is None else now - 60.0 - steady_s
+    rises = Rises(((now - 10.0, 4000.0),), False, now - 60.0, None, first)
+    state = ProductState(
+        models=fitted([low]),
+        costs={"low": ChangeCost(60.0, 60.0, 3, None)},
+        rises={"low": rises},
+    )
+    plan, _ = decide(priced(True), [low], state, 0)
+    assert (plan.action is ActionKind.RECONFIGURE) is grows, plan.reason

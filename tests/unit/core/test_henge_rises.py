@@ -15,6 +15,7 @@ from scheduler.core.policies.henge.rises import (
     chance_within,
     observe_rise,
     rises_from_json,
+    time_between,
 )
 
 from .henge_builders import at
@@ -78,10 +79,28 @@ def test_the_chance_of_a_rise_within_the_span() -> None:
     assert often.interval_s == 90 and chance_within(often, 1200, SPAN_S) == pytest.approx(60 / 90)
 
 
+def test_the_time_between_rises_counts_the_calm_before_the_first() -> None:
+    assert time_between(played(steady_with_bursts([], 1000)), 1000) is None
+    # One rise, at 3000 s after the input was first seen at 0: 3000 s without one, then 200 s
+    # since; later the time since it is the longer.
+    one = played(steady_with_bursts([3000], 3200))
+    assert one.first_s == 0.0 and one.interval_s is None
+    assert time_between(one, 3200) == 3000.0
+    assert time_between(one, 9000) == 6000.0
+    # A record stored before the first sight was kept: the time since the rise, as before.
+    assert time_between(one._replace(first_s=None), 3200) == 200.0
+    # Two rises: their average interval, or the time since the last when longer.
+    two = played(steady_with_bursts([300, 1500], 1600))
+    assert time_between(two, 1600) == 1200.0 and time_between(two, 4000) == 2500.0
+
+
 def test_the_record_survives_json() -> None:
     rises = {"a": played(steady_with_bursts([300, 1500], 1530)), "b": played([(0.0, 5.0)])}
     stored = json.loads(json.dumps({k: list(v) for k, v in rises.items()}))
     assert rises_from_json(stored) == rises
+    # A record stored without the first sight (four fields) is read with none.
+    older = {k: v[:4] for k, v in stored.items()}
+    assert rises_from_json(older) == {k: v._replace(first_s=None) for k, v in rises.items()}
     state = ProductState(rises=rises)
     policy = HengeProductPolicy()
     assert policy.load_state(json.loads(json.dumps(policy.dump_state(state)))) == state

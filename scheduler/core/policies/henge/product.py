@@ -109,7 +109,13 @@ from scheduler.core.policies.henge.outlook import (
 )
 from scheduler.core.policies.henge.product_settings import ProductSettings
 from scheduler.core.policies.henge.product_state import Move, MovedJob, ProductState
-from scheduler.core.policies.henge.rises import Rises, chance_within, highest, observe_rise
+from scheduler.core.policies.henge.rises import (
+    Rises,
+    chance_within,
+    highest,
+    observe_rise,
+    time_between,
+)
 from scheduler.core.policies.henge.sizing import paper_extra
 from scheduler.core.policies.timers import keep_frozen
 from scheduler.core.policy import JSONDict, build_settings
@@ -1062,15 +1068,14 @@ class ProductRound:
 
     def hold_s(self, job: JobView) -> float:
         """How long a new allocation of ``job`` is expected to hold: until its input next rises
-        by more than ``headroom`` (the time between its rises, or since the last one when that
-        is longer; :mod:`.rises`), within ``quiesce_s`` and ``stabilization_s`` (after which
-        surplus is given back anyway). A job never seen rising holds ``stabilization_s``."""
+        by more than ``headroom`` (the time between its rises, :func:`.rises.time_between`),
+        within ``quiesce_s`` and ``stabilization_s`` (after which surplus is given back
+        anyway). A job never seen rising holds ``stabilization_s``."""
         rises = self.state.rises.get(job.job_id)
         longest = max(self.s.stabilization_s, self.s.quiesce_s)
-        if rises is None or rises.last_start_s is None:
+        between = time_between(rises, self.now_s) if rises is not None else None
+        if between is None:
             return longest
-        since = self.now_s - rises.last_start_s
-        between = since if rises.interval_s is None else max(rises.interval_s, since)
         return min(longest, max(self.s.quiesce_s, between))
 
     def worth_held(self, job: JobView, model: JobModel, rate: float, rising: bool) -> float:

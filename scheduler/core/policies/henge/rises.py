@@ -12,7 +12,9 @@ within a span (the policy uses ``2 × quiesce_s``) is the span over that time, o
 since the last rise when that is longer, and at most 1. After one rise only, the time since it
 stands for the time between rises (the next is at least that far off): a job that has never
 risen keeps what its peak needs, and one whose only rise was a spike that has passed may lend
-the executors it kept for it, more readily the longer ago it was.
+the executors it kept for it, more readily the longer ago it was. How long a change should
+hold (:func:`time_between`, for pricing it) also counts, after a first rise, the time the input
+went without one before it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ class Rises(NamedTuple):
     """When the latest rise began (epoch seconds)."""
     interval_s: float | None
     """Moving average of the time between the beginnings of rises."""
+    first_s: float | None = None
+    """When the job's input was first seen (epoch seconds; ``None`` in a record stored before
+    it was kept)."""
 
 
 def observe_rise(
@@ -37,7 +42,7 @@ def observe_rise(
 ) -> Rises:
     """``old`` with the input ``rate`` seen at ``now_s`` (a rise judged over ``span_s``)."""
     if old is None:
-        return Rises(((now_s, rate),), False, None, None)
+        return Rises(((now_s, rate),), False, None, None, now_s)
     # (plain loops over the time-ordered pairs: this runs for every job every round)
     earlier = old.recent
     first, end = 0, len(earlier)
@@ -56,7 +61,7 @@ def observe_rise(
             gap = now_s - last
             interval = gap if interval is None else interval + alpha * (gap - interval)
         last = now_s
-    return Rises(recent, rising, last, interval)
+    return Rises(recent, rising, last, interval, old.first_s)
 
 
 def chance_within(rises: Rises | None, now_s: float, span_s: float) -> float:
@@ -68,6 +73,24 @@ def chance_within(rises: Rises | None, now_s: float, span_s: float) -> float:
     return 1.0 if between <= span_s else span_s / between
 
 
+def time_between(rises: Rises, now_s: float) -> float | None:
+    """How long the input of a job goes between rises, for how long a change should hold
+    (``None`` before its first rise): the moving average of the times between them, or the
+    time since the last when longer. After one rise only, the longer of the time since it and
+    the time from the input's first sight to it: a job steady for hours before a spike has gone
+    that long without a rise, and a change made for the spike should not be priced as if the
+    next one were minutes away."""
+    last = rises.last_start_s
+    if last is None:
+        return None
+    between = now_s - last
+    if rises.interval_s is not None:
+        return max(rises.interval_s, between)
+    if rises.first_s is not None:
+        return max(between, last - rises.first_s)
+    return between
+
+
 def highest(rises: Rises) -> float:
     """The highest input of the rounds within the span."""
     top = 0.0
@@ -77,7 +100,13 @@ def highest(rises: Rises) -> float:
 
 
 def dump_rises(rises: Rises) -> list[Any]:
-    return [[list(p) for p in rises.recent], rises.rising, rises.last_start_s, rises.interval_s]
+    return [
+        [list(p) for p in rises.recent],
+        rises.rising,
+        rises.last_start_s,
+        rises.interval_s,
+        rises.first_s,
+    ]
 
 
 def rises_from_json(data: Mapping[str, Any] | None) -> dict[str, Rises]:
@@ -88,6 +117,7 @@ def rises_from_json(data: Mapping[str, Any] | None) -> dict[str, Rises]:
             bool(v[1]),
             None if v[2] is None else float(v[2]),
             None if v[3] is None else float(v[3]),
+            None if len(v) < 5 or v[4] is None else float(v[4]),
         )
         for k, v in (data or {}).items()
     }
