@@ -27,6 +27,8 @@ def test_a_new_job_has_its_burst_and_earns_changes_back_at_the_daily_rate() -> N
     debt = budget.spend(spent, ["a"], 100.0, 24.0, 2.0)["a"]
     assert debt.left == -1.0
     assert budget.changes_left(debt, 100.0 + 2 * 3600.0, 24.0, 2.0) == pytest.approx(1.0)
+    assert budget.wait_s(debt, 100.0, 24.0, 2.0) == pytest.approx(2 * 3600.0)
+    assert budget.wait_s(None, 100.0, 24.0, 2.0) == 0.0
 
 
 def test_budgets_survive_the_state_json() -> None:
@@ -44,6 +46,8 @@ def test_a_job_without_a_change_left_is_held_and_one_with_a_change_is_grown() ->
     state = ProductState(models=fitted([low]), budgets=spent)
     plan, _ = decide(rationed(0.5), [low], state, 0)  # earns a change every two days
     assert plan.action is ActionKind.NONE and "missing their SLO: low" in plan.reason
+    # Half a change short, at half a change a day, less the 30 min earned: the reason says so.
+    assert "held, no change left in its budget: low (one in 1410 min)" in plan.reason
     # At 24 a day it has earned the other half: it grows, and the change is spent.
     plan, after = decide(rationed(24.0), [low], state, 0)
     assert plan.action is ActionKind.RECONFIGURE and targets(plan)["low"] >= 13

@@ -32,6 +32,12 @@ def changes_left(budget: Budget | None, now_s: float, per_day: float, burst: flo
     return min(burst, budget.left + earned)
 
 
+def wait_s(budget: Budget | None, now_s: float, per_day: float, burst: float) -> float:
+    """Seconds until a job with ``budget`` has a whole change again (0 when it has one)."""
+    short = 1.0 - changes_left(budget, now_s, per_day, burst)
+    return max(0.0, short) * DAY_S / per_day
+
+
 def spend(
     budgets: Mapping[str, Budget],
     job_ids: Iterable[str],

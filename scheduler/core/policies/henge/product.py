@@ -89,7 +89,7 @@ from scheduler.core.policies.henge.allocate import (
     move_toward,
     solve,
 )
-from scheduler.core.policies.henge.budget import changes_left, spend
+from scheduler.core.policies.henge.budget import changes_left, spend, wait_s
 from scheduler.core.policies.henge.costs import ChangeCost, Flow, Transient, charge, recovering
 from scheduler.core.policies.henge.model import (
     JobModel,
@@ -226,6 +226,9 @@ class ProductRound:
         """Intervals of the curve of a job giving way this round."""
         self._waiting: set[str] = set()
         """Jobs planned with the executors they run, the others waiting for room."""
+        self._rationed: dict[str, float] = {}
+        """Jobs held where they are for want of a change in their budget (``changes_per_day``),
+        by name, and the seconds until they have one."""
         self._found: dict[str, Diagnosis] = {}
         """This round's diagnosis of each job missing its SLO (``diagnose``)."""
 
@@ -812,6 +815,9 @@ class ProductRound:
             j.executors * j.cores_per_executor for j in jobs
         )
         offers = [self.offer(job) for job in jobs]
+        if self._rationed:
+            held = [f"{name} (one in {wait / 60:.0f} min)" for name, wait in self._rationed.items()]
+            self.notes.append(f"held, no change left in its budget: {_first_few(held)}")
         steps = self.placed_steps(offers, jobs)
         if steps is None:
             self.notes.append("the jobs' minimums do not fit")
@@ -1023,10 +1029,17 @@ class ProductRound:
         While its window may hold the stall of its last change, none below the held one (what
         it earns then tells what the change cost, not what its executors are worth: priced at
         it, a job just grown would be the cheapest donor, and jobs of one priority would pass
-        executors back and forth), and none but the held one while it may keep state."""
+        executors back and forth), and none but the held one while it may keep state. A job
+        whose budget of changes is spent (``changes_per_day``) is offered its held count only,
+        and named in the round's reason."""
         held = job.executors
         if not self.can_change(job):
-            return [(n, v) for n, v in points if n == held]
+            kept = [(n, v) for n, v in points if n == held]
+            if len(kept) < len(points):
+                budget = self.state.budgets.get(job.job_id)
+                per_day, burst = self.s.changes_per_day, self.s.change_burst
+                self._rationed[job.name] = wait_s(budget, self.now_s, per_day, burst)
+            return kept
         if self.s.price_moves and recovering(self.state.costs.get(job.job_id), self.now_s):
             grows = not self.stalls(job)
             points = [(n, v) for n, v in points if n == held or (grows and n > held)]
