@@ -113,7 +113,7 @@ def _arising(windows: Sequence[TaskWindow], cores: int, settings: DiagnosisSetti
     recent = windows[-settings.windows :]
     if not recent:
         return None
-    skew = _arising_skew(windows, cores, settings.skew_factor)
+    skew = _arising_skew(windows, cores, settings.skew_factor, settings.windows)
     slow = _arising_slow(recent, settings.slow_factor)
     order = (slow, skew)
     if skew is not None and _by_rows(skew, windows):
@@ -135,20 +135,37 @@ def _arising_slow(windows: Sequence[TaskWindow], factor: float) -> Diagnosis | N
     return latest if all(seen[seen.index(True) :]) else None
 
 
-def _arising_skew(windows: Sequence[TaskWindow], cores: int, factor: float) -> Diagnosis | None:
-    """The most uneven stage whose latest runs are skewed and whose earlier runs, from the first
-    skewed one, all were."""
+def _arising_skew(
+    windows: Sequence[TaskWindow], cores: int, factor: float, patience: int
+) -> Diagnosis | None:
+    """The most uneven stage seen skewed whose runs since the first skewed one all were, or were
+    still uneven by their rows, fewer than ``patience`` of those last in a row: a short batch's
+    hot task may not outlast the rest of its stage, but rows falling unevenly into partitions
+    is the data's doing, and the next longer batch shows the skew again. A run whose rows are
+    even (or, without rows, whose tasks are) clears it at once; ``patience`` short runs in a
+    row clear it too (the batches have stayed short, and more executors would shorten them)."""
     arising: dict[str, int] = {}
     for name, runs in _stage_runs(windows).items():
         seen = [_skews(s, cores, factor) for s in runs]
-        if seen[-1] and all(seen[seen.index(True) :]):
-            arising[name] = len(seen) - seen.index(True)
+        if True not in seen:
+            continue
+        first = seen.index(True)
+        since = zip(seen[first:], runs[first:], strict=True)
+        short = len(seen) - 1 - max(i for i, k in enumerate(seen) if k)
+        if short < patience and all(k or _uneven_rows(s, factor) for k, s in since):
+            arising[name] = len(seen) - first
     found = [
         d
         for name, k in arising.items()
-        if (d := _skewed_stage(windows, cores, factor, k, only=name)) is not None
+        if (d := _skewed_stage(windows, cores, factor, k, only=name, loose=True)) is not None
     ]
     return max(found, key=lambda d: (d.factor or 0.0, d.stage or ""), default=None)
+
+
+def _uneven_rows(stage: StageTasks, factor: float) -> bool:
+    """The stage's rows, where reported, fall unevenly: its largest partition holds at least
+    ``factor`` times its even share, whether or not its longest task bounds the stage."""
+    return stage.largest_partition_share is not None and _unevenness(stage) >= factor
 
 
 STALL_PEER_TASKS = 2
@@ -227,15 +244,21 @@ def _skews(stage: StageTasks, cores: int, factor: float) -> bool:
 
 
 def _skewed_stage(
-    windows: Sequence[TaskWindow], cores: int, factor: float, needed: int, only: str | None = None
+    windows: Sequence[TaskWindow],
+    cores: int,
+    factor: float,
+    needed: int,
+    only: str | None = None,
+    loose: bool = False,
 ) -> Diagnosis | None:
-    """The most uneven stage skewed in each of the latest ``needed`` windows it finished in."""
+    """The most uneven stage skewed in each of the latest ``needed`` windows it finished in
+    (with ``loose``, skewed or uneven by its rows)."""
     found: dict[str, tuple[float, StageTasks]] = {}
     for name, runs in _stage_runs(windows).items():
         last = runs[-needed:]
         if only not in (None, name) or len(last) < needed:
             continue
-        if all(_skews(s, cores, factor) for s in last):
+        if all(_skews(s, cores, factor) or (loose and _uneven_rows(s, factor)) for s in last):
             found[name] = (min(_unevenness(s) for s in last), last[-1])
     if not found:
         return None

@@ -194,6 +194,35 @@ def test_a_window_without_the_skewed_stage_neither_confirms_nor_clears_it() -> N
     assert diagnose(cleared, 2, 16, SETTINGS).finding is Finding.UNDER_PROVISIONED
 
 
+def test_a_short_run_still_uneven_by_its_rows_keeps_the_skew_watched() -> None:
+    # Confirmed on three runs; then a short batch: its hot partition still holds 6/8 of the
+    # rows, but its longest task (300 ms) no longer outlasts the rest over 2 cores (7 × 100).
+    hot = stage("aggregate", 8, 100.0, 700.0, 6 / 8)
+    short = stage("aggregate", 8, 100.0, 300.0, 6 / 8)
+    execs = executors(100, 104)
+    skewed = [TaskWindow(execs, (hot,))] * 3
+    for shorts in (1, SETTINGS.windows - 1):
+        d = diagnose([*skewed, *[TaskWindow(execs, (short,))] * shorts], 2, 16, SETTINGS)
+        assert d.finding is Finding.UNDECIDED
+        assert d.reason.startswith("watching skew in stage aggregate")
+    # As many short runs in a row as a finding needs: the batches stay short, and more
+    # executors would shorten them.
+    d = diagnose([*skewed, *[TaskWindow(execs, (short,))] * SETTINGS.windows], 2, 16, SETTINGS)
+    assert d.finding is Finding.UNDER_PROVISIONED
+    # Its rows even again, the skew is cleared.
+    even = stage("aggregate", 8, 100.0, 300.0, 1 / 8)
+    d = diagnose([*skewed, TaskWindow(execs, (even,))], 2, 16, SETTINGS)
+    assert d.finding is Finding.UNDER_PROVISIONED
+    # Without rows, only the task times tell: a short run whose longest task does not stand
+    # out (3x the median) clears it.
+    timed, quick = stage("aggregate", 8, 100.0, 700.0), stage("aggregate", 8, 100.0, 300.0)
+    d = diagnose([*[TaskWindow(execs, (timed,))] * 3, TaskWindow(execs, (quick,))], 2, 16, SETTINGS)
+    assert d.finding is Finding.UNDER_PROVISIONED
+    # A stage never seen bounding its batches is no skew, however uneven its rows.
+    d = diagnose([TaskWindow(execs, (short,))] * 4, 2, 16, SETTINGS)
+    assert d.finding is Finding.UNDER_PROVISIONED
+
+
 def test_the_latest_look_shows_each_stage_from_the_latest_window_it_finished_in() -> None:
     read, hot = stage("read", 8, 100.0, 110.0, 1 / 8), stage("aggregate", 8, 100.0, 700.0, 6 / 8)
     slow, fast = executors(300, 100), executors(100, 100)
